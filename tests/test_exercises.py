@@ -1,0 +1,24 @@
+"""Exercise generation from solution markers."""
+import pytest
+
+from utils.exercises import strip_solution
+
+
+def test_python_stub_raises_not_implemented():
+    src = "def f(x):\n    ### BEGIN SOLUTION\n    y = x + 1\n    return y\n    ### END SOLUTION\nprint(1)"
+    out = strip_solution(src)
+    assert "x + 1" not in out and "# TODO (2 lines): your code here" in out
+    assert '    raise NotImplementedError("exercise not attempted yet")' in out and out.endswith("print(1)")
+
+
+def test_stub_lines_are_uncommented():
+    src = "    ### BEGIN SOLUTION\n    acc = a @ b\n    # STUB: acc = zeros\n    ### END SOLUTION"
+    assert strip_solution(src) == "    # TODO (1 line): your code here\n    acc = zeros"
+
+
+@pytest.mark.parametrize("src,match", [("### BEGIN SOLUTION\nx", "without an END"),
+                                       ("x\n### END SOLUTION", "without a BEGIN"),
+                                       ("### BEGIN SOLUTION\n### BEGIN SOLUTION", "nested")])
+def test_unbalanced_markers(src, match):
+    with pytest.raises(ValueError, match=match):
+        strip_solution(src)

@@ -1,0 +1,55 @@
+"""Course-wide notebook rules: no stored outputs, exercises in sync with solutions, structure."""
+import json
+import pathlib
+
+import pytest
+
+from utils import exercises
+
+ROOT = pathlib.Path(__file__).resolve().parent.parent
+NOTEBOOKS = sorted(p for p in ROOT.glob("*/**/*.ipynb")
+                   if ".ipynb_checkpoints" not in p.parts and not p.relative_to(ROOT).parts[0].startswith("."))
+IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
+
+
+def cells(path):
+    return json.loads(path.read_text())["cells"]
+
+
+def test_there_are_notebooks():
+    assert len(NOTEBOOKS) >= 3
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_committed_without_outputs(path):
+    stored = [i for i, c in enumerate(cells(path)) if c["cell_type"] == "code"
+              and (c.get("outputs") or c.get("execution_count") is not None)]
+    assert not stored, f"{path.name}: cells {stored} have stored outputs; clear them before committing"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_structure(path):
+    cs = cells(path)
+    text = ["".join(c["source"]) for c in cs]
+    assert cs[0]["cell_type"] == "markdown" and text[0].startswith("# "), "starts with a title"
+    assert "What you'll learn" in text[0]
+    first_code = next(t for c, t in zip(cs, text) if c["cell_type"] == "code")
+    assert "utils.setup()" in first_code, "the first code cell prints the tier"
+    assert any("## Main takeaways" in t for t in text)
+    long = [i for i, (c, t) in enumerate(zip(cs, text)) if c["cell_type"] == "code"
+            and len(t.splitlines()) > 25]
+    assert not long, f"code cells over 25 lines: {long}"
+
+
+def test_exercises_match_solutions():
+    stale = exercises.generate(check=True)
+    assert not stale, f"regenerate with `python -m utils.exercises`: {stale}"
+
+
+def test_every_solution_has_an_exercise_with_stubs():
+    pairs = list(exercises.pairs())
+    assert pairs
+    for sol, ex in pairs:
+        assert ex.exists(), ex
+        assert "BEGIN SOLUTION" not in ex.read_text()
+        assert "### BEGIN SOLUTION" in sol.read_text(), f"{sol} has no exercise"

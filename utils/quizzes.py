@@ -1,0 +1,106 @@
+"""Question banks for the course quizzes (answers live here, not in the exercise notebooks)."""
+from .quiz import Question as Q
+from .quiz import Quiz
+
+TMA_CONCEPTS = Quiz("TMA concepts: 16 questions", [
+    Q("q1", "What does TMA take over from the SM's threads when a tile moves between global and "
+      "shared memory?",
+      {"a": "floating-point math", "b": "address generation, bounds checks and issuing the "
+       "individual memory requests of the tile", "c": "register allocation",
+       "d": "thread synchronisation"},
+      "b", "One thread issues one instruction; the copy engine generates the addresses, handles "
+      "the edges and moves the bytes.",
+      {"a": "Math stays on the SM (tensor cores, FMA units).",
+       "d": "Threads still synchronise, through an mbarrier the TMA completes."}),
+    Q("q2", "Which GPU generations can execute cp.async.bulk.tensor (TMA)?",
+      {"a": "Volta (sm_70)", "b": "Ampere (sm_80)", "c": "Hopper (sm_90)", "d": "Blackwell (sm_100)"},
+      frozenset("cd"), "TMA arrived with Hopper and is kept by Blackwell.",
+      {"b": "Ampere has cp.async: per-thread asynchronous 4/8/16-byte copies, not a tensor copy engine.",
+       "a": "Volta has neither cp.async nor TMA."}),
+    Q("q3", "What does a multicast TMA load do?",
+      {"a": "broadcasts a tile to every SM on the GPU",
+       "b": "reads the tile once and writes it into the shared memory of each CTA of the cluster "
+            "selected by a 16-bit mask",
+       "c": "loads into registers of many warps", "d": "prefetches into L2 only"},
+      "b", "Multicast saves L2/HBM reads when CTAs of one cluster need the same tile (e.g. the "
+      "same B tile for CTAs along M).",
+      {"a": "Only CTAs of the same cluster (at most 8 portable, 16 on H100 non-portable)."}),
+    Q("q4", "A row-major contiguous fp16 tensor has shape 1000 x 140. Can a TMA descriptor "
+      "describe it as a 2-D tensor?",
+      {"a": "yes", "b": "no: its row stride is 280 bytes, not a multiple of 16",
+       "c": "no: 140 is not a power of two", "d": "no: 1000 is more than 256"},
+      "b", "Global strides must be multiples of 16 bytes; pad the rows to 144 elements (288 B).",
+      {"c": "Powers of two are a Triton block-shape rule, not a TMA rule.",
+       "d": "The 256 limit is on the box (the tile), not on the tensor.",
+       "a": "Check the byte stride: 140 x 2 B."}),
+    Q("q5", "What is the limit on each box (tile) dimension of a tiled TMA descriptor?",
+      {"a": "1 to 256 elements", "b": "a power of two", "c": "it must divide the tensor dimension",
+       "d": "at most 128 bytes"},
+      "a", "Each box dimension holds 1..256 elements; boxes may overhang the tensor's edge.",
+      {"b": "Not for TMA; Triton requires power-of-two block shapes.",
+       "c": "Boxes may overhang: out-of-bounds elements are filled on loads and skipped on stores.",
+       "d": "128 bytes is the inner-box limit under SWIZZLE_128B only."}),
+    Q("q6", "With SWIZZLE_128B, what is the largest inner box dimension for fp16 data?",
+      {"a": "32 elements", "b": "64 elements", "c": "128 elements", "d": "256 elements"},
+      "b", "The inner box must fit the swizzle span: 128 B / 2 B = 64 elements.",
+      {"c": "That is 256 bytes: twice the 128-byte span.", "d": "256 is the box limit without swizzle."}),
+    Q("q7", "How must the tensor's global base address be aligned for TMA (no interleave)?",
+      {"a": "4 bytes", "b": "16 bytes", "c": "128 bytes", "d": "1024 bytes"},
+      "b", "16-byte alignment for the global address (32 B with 32-byte interleave).",
+      {"d": "1024 B is the shared-memory alignment the 128B swizzle pattern assumes.",
+       "c": "128 B is a common shared-memory alignment for unswizzled boxes."}),
+    Q("q8", "When does the current phase of an mbarrier complete?",
+      {"a": "when every thread of the block has arrived",
+       "b": "when the pending arrival count and the transaction byte count both reach zero",
+       "c": "after a fixed number of cycles", "d": "as soon as the TMA instruction is issued"},
+      "b", "TMA decrements the tx-count by the bytes it delivers (complete_tx); arrivals "
+      "decrement the arrival count. Both must reach zero.",
+      {"a": "Only the expected arrival count matters, and TMA bytes must also land.",
+       "d": "Issue is asynchronous: data arrives later."}),
+    Q("q9", "One thread issues a TMA load of a 64 x 64 fp16 box. How many bytes must it declare "
+      "with mbarrier.arrive.expect_tx?",
+      {"a": "64", "b": "4096", "c": "8192", "d": "128"},
+      "c", "64 x 64 elements x 2 bytes = 8192 bytes.",
+      {"b": "That is the element count; expect_tx counts bytes.",
+       "d": "128 is the size of the descriptor, not of the data."}),
+    Q("q10", "Threads wrote a tile to shared memory with ordinary stores. Why must they execute "
+      "fence.proxy.async.shared::cta before a TMA store reads it?",
+      {"a": "it flushes L2", "b": "the copy engine reads through the async proxy; the fence "
+       "makes the generic-proxy writes visible to it", "c": "it waits for global stores to "
+       "finish", "d": "it is not needed: __syncthreads() is enough"},
+      "b", "A barrier orders threads; the proxy fence orders the two memory proxies.",
+      {"d": "__syncthreads orders generic-proxy accesses among threads, not the TMA engine's reads."}),
+    Q("q11", "A TMA load's box overhangs the tensor's last row. What happens?",
+      {"a": "a memory fault", "b": "out-of-bounds elements arrive as zeros (or a special NaN "
+       "if requested), and the barrier still counts the full box bytes",
+       "c": "the box is shrunk and fewer bytes are counted", "d": "the load wraps around"},
+      "b", "That is why partial tiles need no masks, and expect_tx is always the full box size.",
+      {"c": "The transaction count is the full box: a smaller expect_tx would complete early."}),
+    Q("q12", "Compared with a well-written copy kernel, what does TMA do to peak copy bandwidth?",
+      {"a": "raises it well above memcpy", "b": "about the same peak; it saves instructions, "
+       "registers and threads and makes loads asynchronous",
+       "c": "it is always slower", "d": "doubles it with multicast"},
+      "b", "HBM bandwidth is the ceiling for everyone; this notebook measures it.",
+      {"a": "Nothing moves bytes faster than HBM allows; memcpy already gets close.",
+       "d": "Multicast saves reads of shared tiles; it does not raise HBM bandwidth."}),
+    Q("q13", "An mbarrier has completed phases 0, 1 and 2. With try_wait.parity, which parity "
+      "does a thread wait on for the next phase?",
+      {"a": "0", "b": "1"},
+      "b", "The next phase is phase 3; its parity is 3 mod 2 = 1.",
+      {"a": "Parity 0 belongs to phases 0, 2, 4...: phase 2 is already complete, so it returns at once."}),
+    Q("q14", "Where may a CUtensorMap live so that cp.async.bulk.tensor can use it?",
+      {"a": "a kernel parameter declared const __grid_constant__", "b": "global memory",
+       "c": "constant memory", "d": "registers"},
+      frozenset("abc"), "The descriptor is a 128-byte object in .param, .const or .global space.",
+      {"d": "It is addressed by a generic address of the 128-byte object, not held in registers."}),
+    Q("q15", "Which PTX instruction starts a TMA tile copy?",
+      {"a": "ld.global.v4.b32", "b": "cp.async.bulk.tensor", "c": "cp.async.cg.shared.global",
+       "d": "wgmma.mma_async"},
+      "b", "Look for it in the PTX: a plain tl.load kernel has none.",
+      {"c": "That is Ampere's per-thread async copy.", "a": "That is an ordinary 16-byte load."}),
+    Q("q16", "'Tiles must be powers of two.' Where is that true?",
+      {"a": "for TMA boxes", "b": "for Triton block shapes (tl.arange, descriptor block_shape)",
+       "c": "for cuBLAS", "d": "everywhere on GPUs"},
+      "b", "TMA boxes only need 1..256 elements per dimension and inner bytes a multiple of 16.",
+      {"a": "A 24 x 40 box is a legal TMA box."}),
+])

@@ -1,0 +1,63 @@
+"""The environment report printed by every notebook's first cell: tier, GPU, versions, abilities."""
+from __future__ import annotations
+
+import importlib
+import platform
+
+PACKAGES = {  # import name -> distribution shown to the learner
+    "numpy": "numpy",
+    "torch": "torch",
+    "triton": "triton",
+    "cupy": "cupy-cuda13x",
+    "cuda.bindings": "cuda-bindings",
+    "cutlass": "nvidia-cutlass-dsl",
+    "matplotlib": "matplotlib",
+}
+
+
+def versions() -> dict:
+    """Installed versions of the course's libraries (``None`` when missing), without importing
+    heavy modules: versions come from package metadata."""
+    from importlib import metadata
+    out = {"python": platform.python_version()}
+    for mod, dist in PACKAGES.items():
+        try:
+            out[dist] = metadata.version(dist)
+        except metadata.PackageNotFoundError:
+            try:
+                out[dist] = getattr(importlib.import_module(mod), "__version__", "installed")
+            except Exception:
+                out[dist] = None
+    return out
+
+
+def abilities(tier) -> list[tuple[str, bool, str]]:
+    """What this tier can and cannot do: (what, yes/no, why) rows."""
+    gpu, tma = tier.has_gpu, tier.has_tma
+    return [
+        ("Triton kernels on the GPU", gpu, "needs a CUDA GPU" if not gpu else "GPU present"),
+        ("Triton kernels under the interpreter", True, "TRITON_INTERPRET=1 on CPU tensors"),
+        ("TMA kernels (cp.async.bulk.tensor)", tma, "needs compute capability >= 9.0"
+         if not tma else "Hopper"),
+        ("wgmma GEMMs at full speed", tma, "needs sm_90a" if not tma else "Hopper"),
+        ("Compile for sm_90a and read the PTX", True, "Triton AOT, NVRTC, CuteDSL compile-only"),
+        ("Benchmarks measured here", gpu, "timings need a GPU; recorded results are shown"
+         if not gpu else "CUDA events"),
+    ]
+
+
+def print_report(tier) -> None:
+    """Print the tier, the device, the library versions and the abilities table."""
+    print(f"Course tier: {tier.name.upper()}  ({tier.reason})")
+    if tier.device_name:
+        major, minor = tier.capability
+        print(f"GPU: {tier.device_name}, compute capability {major}.{minor}")
+    else:
+        print("GPU: none used")
+    v = versions()
+    print("Versions: " + ", ".join(f"{k} {val}" for k, val in v.items() if val))
+    missing = [k for k, val in v.items() if val is None]
+    if missing:
+        print("Not installed: " + ", ".join(missing))
+    for what, ok, why in abilities(tier):
+        print(f"  [{'yes' if ok else ' no'}] {what}: {why}")
