@@ -22,3 +22,10 @@ def test_stub_lines_are_uncommented():
 def test_unbalanced_markers(src, match):
     with pytest.raises(ValueError, match=match):
         strip_solution(src)
+
+
+def test_cuda_markers_in_strings():
+    src = 'k = r"""\n  x = 1;\n  // ### BEGIN SOLUTION\n  fence();\n  // STUB: // nothing here\n  // ### END SOLUTION\n"""'
+    out = strip_solution(src)
+    assert "fence();" not in out and "  // TODO (1 line): your code here\n  // nothing here" in out
+    assert "NotImplementedError" not in out

@@ -74,9 +74,11 @@ def test_load_then_store_round_trip_covers_the_tensor():
 
 
 def test_reduce_add_adds_in_bounds_only():
-    out, n = tma_reduce_add(A, np.ones((4, 8), np.float32), (-1, 48))
-    assert n == 3 * 4
-    assert np.array_equal(out[:3, 48:], A[:3, 48:] + 1) and np.array_equal(out[3:], A[3:])
+    rows = A.shape[0]
+    out, n = tma_reduce_add(A, np.ones((4, 8), np.float32), (rows - 3, 48))
+    assert n == 3 * (A.shape[1] - 48 if A.shape[1] - 48 < 8 else 8)
+    assert np.array_equal(out[rows - 3:, 48:56], A[rows - 3:, 48:56] + 1)
+    assert np.array_equal(out[:rows - 3], A[:rows - 3])
     with pytest.raises(ValueError, match="does not convert"):
         tma_store(A, np.ones((4, 8), np.float16), (0, 0))
 
@@ -166,10 +168,25 @@ def test_smem_image_places_every_byte():
     assert image[128 + 16:128 + 20].view(np.float32)[0] == tile[1, 0]
 
 
-def test_smem_image_of_short_rows_rounds_up_to_a_line():
+def test_short_swizzled_rows_fill_a_whole_span_as_measured_on_h200():
     tile = np.arange(9 * 32, dtype=np.float16).reshape(9, 32)    # 64-B rows, 128B swizzle
     image = smem_image(tile, "128B")
-    assert image.size == 640                                      # 576 B rounded up to 128
-    assert image[576:640].tobytes() == tile[8].tobytes()          # row 8: line 4, chunks XOR 4
-    with pytest.raises(ValueError, match="at most 64 B"):
-        smem_image(np.zeros((2, 64), np.float16), "64B")
+    assert image.size == 9 * 128                                   # each row starts a 128-B line
+    # H200 dump (uint16 value = row*256 + col): 16-B chunk positions of the first two lines
+    # were "0.0 0.1 0.2 0.3 -- -- -- --  1.1 1.0 1.3 1.2 -- -- -- --" (row.chunk, -- = untouched)
+    t = (np.arange(8)[:, None] * 256 + np.arange(32)[None, :]).astype(np.uint16)
+    chunks = smem_image(t, "128B").view(np.uint16).reshape(-1, 8)[:16, 0]
+    want = [0, 8, 16, 24, 0, 0, 0, 0, 256 + 8, 256, 256 + 24, 256 + 16, 0, 0, 0, 0]
+    assert chunks.tolist() == want
+    # 64B swizzle, 32-B rows: rows 64 B apart, chunk XOR (row // 2) % 4 ... as dumped:
+    # "0.0 0.1 -- -- 1.0 1.1 -- -- 2.1 2.0 -- -- 3.1 3.0 -- --"
+    t = (np.arange(8)[:, None] * 256 + np.arange(16)[None, :]).astype(np.uint16)
+    chunks = smem_image(t, "64B").view(np.uint16).reshape(-1, 8)[:16, 0]
+    assert chunks.tolist() == [0, 8, 0, 0, 256, 264, 0, 0, 520, 512, 0, 0, 776, 768, 0, 0]
+
+
+
+def test_store_refuses_negative_start():
+    A = np.zeros((8, 16), np.float32)
+    with pytest.raises(ValueError, match="start below 0"):
+        tma_store(A, np.ones((4, 8), np.float32), (-1, 0))

@@ -6,8 +6,10 @@ Triton is imported, so this package imports nothing heavy at import time.
 Modules: ``tier`` (which machine), ``report`` (environment report), ``bench`` (the benchmark
 harness), ``results`` (recorded GPU results), ``checks`` (exercise checks), ``quiz``,
 ``ptx`` (compile for sm_90a and read the PTX), ``triton_compat`` (version differences),
-``tma`` (descriptor validation, the NumPy TMA model), ``exercises`` (generate exercise
-notebooks from solutions).
+``tma`` (descriptor validation, the NumPy TMA model, the CUDA TMA teaching kernels and their
+launchers), ``exercises`` (generate exercise notebooks from solutions), ``plots`` (tables and
+bar charts), ``cost_model`` and ``quizzes`` (day 5), ``memory_model``, ``cuda_day01``,
+``day01_checks``, ``day01_plots`` and ``quizzes_day01`` (day 1).
 """
 from .tier import Tier, current, detect, explain_skip, setup
 

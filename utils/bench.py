@@ -38,11 +38,14 @@ def _require_gpu():
 
 
 def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30,
-            flush_l2: bool = True) -> dict:
+            flush_l2: bool = True, hide_host: bool = True) -> dict:
     """Time ``fn()`` with CUDA events: ``warmup`` untimed calls, then ``reps`` timed ones.
 
     Returns ``{"median", "min", "max", "reps"}`` in milliseconds. With ``flush_l2`` a 256 MiB
-    buffer is overwritten before each repetition so no input is served from L2.
+    buffer is overwritten before each repetition so no input is served from L2. With
+    ``hide_host`` the GPU is kept busy (a ~1 ms spin) while Python prepares the launch, so the
+    events measure the kernel, not the host's launch overhead (which would otherwise count
+    whenever it exceeds the GPU work queued before it).
     """
     if not callable(fn):
         raise TypeError(f"fn must be callable, got {type(fn).__name__}")
@@ -57,6 +60,8 @@ def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30,
     for _ in range(reps):
         if scratch is not None:
             scratch.zero_()
+        if hide_host:
+            torch.cuda._sleep(2_000_000)
         start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
         start.record()
         fn()
@@ -77,12 +82,16 @@ def throughput(amount: float, ms: float, metric: str) -> float:
 
 def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: str, metric: str,
             amount: float, shape, dtype: str, check: Callable | None = None,
-            warmup: int = 5, reps: int = 30, flush_l2: bool = True) -> list[dict]:
+            reset: Callable | None = None, warmup: int = 5, reps: int = 30,
+            flush_l2: bool = True) -> list[dict]:
     """Benchmark every contender on the same inputs and return result rows.
 
     ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
     ``reference`` names the contender the ratios are taken against. ``check(name, out, ref_out)``
     (optional) must raise if a contender's output is wrong: correctness before speed.
+    When contenders write into a shared output buffer, ``ref_out`` IS that buffer: compare
+    with values computed from the inputs instead, and pass ``reset()`` (e.g. fill the output
+    with NaN), which runs before each contender's checked call, so one that writes nothing fails.
     """
     if not isinstance(contenders, dict) or not contenders:
         raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
@@ -97,6 +106,8 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     if check is not None:
         ref_out = contenders[reference](*inputs)
         for name, fn in contenders.items():
+            if reset is not None:
+                reset()
             check(name, fn(*inputs), ref_out)
     rows = {}
     for name, fn in contenders.items():

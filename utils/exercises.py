@@ -8,8 +8,10 @@ In a solution's code cell, the learner's part sits between two marker lines::
         ### END SOLUTION
 
 The exercise copy gets ``# TODO (N lines)`` and either the ``# STUB:`` lines (uncommented; use
-them for kernels, whose body must still compile) or ``raise NotImplementedError``. In markdown,
-text between ``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` is removed.
+them for kernels, whose body must still compile) or ``raise NotImplementedError``. Inside CUDA
+source held in a Python string, write the markers as C++ comments (``// ### BEGIN SOLUTION``,
+``// STUB:``); the TODO line is then a C++ comment too. In markdown, text between
+``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` is removed.
 
 Usage: ``python -m utils.exercises`` writes the day folders; ``--check`` fails on any
 difference (CI runs it through ``tests/test_notebooks.py``).
@@ -25,23 +27,34 @@ BEGIN, END, STUB = "### BEGIN SOLUTION", "### END SOLUTION", "# STUB:"
 MD_BLOCK = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", re.S)
 
 
+def _marker(stripped: str):
+    """("#" or "//", marker) for a marker line, else None."""
+    for comment in ("//", ""):
+        text = stripped[len(comment):].strip() if stripped.startswith(comment) else None
+        if text in (BEGIN, END):
+            return comment or "#", text
+    return None
+
+
 def strip_solution(source: str) -> str:
     """Replace every solution block of one code cell's source with its stub."""
-    out, block, indent = [], None, ""
+    out, block, indent, style = [], None, "", "#"
     for line in source.split("\n"):
-        stripped = line.strip()
-        if stripped == BEGIN:
+        mark = _marker(line.strip())
+        if mark and mark[1] == BEGIN:
             if block is not None:
                 raise ValueError("nested '### BEGIN SOLUTION'")
-            block, indent = [], line[: len(line) - len(line.lstrip())]
-        elif stripped == END:
+            block, indent, style = [], line[: len(line) - len(line.lstrip())], mark[0]
+        elif mark and mark[1] == END:
             if block is None:
                 raise ValueError("'### END SOLUTION' without a BEGIN")
-            stubs = [l.strip()[len(STUB):].lstrip() for l in block if l.strip().startswith(STUB)]
-            code = [l for l in block if l.strip() and not l.strip().startswith("#")]
-            out.append(f"{indent}# TODO ({len(code)} line{'s' * (len(code) != 1)}): your code here")
+            stub_prefix = "// STUB:" if style == "//" else STUB
+            stubs = [l.strip()[len(stub_prefix):].lstrip() for l in block
+                     if l.strip().startswith(stub_prefix)]
+            code = [l for l in block if l.strip() and not l.strip().startswith(("#", "//"))]
+            out.append(f"{indent}{style} TODO ({len(code)} line{'s' * (len(code) != 1)}): your code here")
             out.extend(indent + s for s in stubs)
-            if not stubs:
+            if not stubs and style == "#":
                 out.append(f'{indent}raise NotImplementedError("exercise not attempted yet")')
             block = None
         elif block is not None:

@@ -12,7 +12,7 @@ def format_table(rows: list, label: str = "") -> str:
         shape = "x".join(str(s) for s in r.get("shape", [])) or "-"
         ratio = f"{r['ratio']:.2f}x" if r.get("ratio") is not None else "-"
         lines.append(f"{r['name']:<28}{shape:<22}{r.get('dtype', '-'):<10}"
-                     f"{r['value']:>8.1f} {r['metric']:<4} {ratio:>7}  {r.get('reference') or '-'}")
+                     f"{r['value']:>8.4g} {r['metric']:<4} {ratio:>7}  {r.get('reference') or '-'}")
     return "\n".join(lines)
 
 

@@ -18,7 +18,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 ROW_KEYS = ("name", "metric", "value", "reference", "reference_value", "ratio", "shape", "dtype")
-METRICS = ("GB/s", "TFLOP/s", "ns", "ms")
+METRICS = ("GB/s", "TFLOP/s", "ns", "ms", "cycles", "count")
 
 
 def results_dir() -> pathlib.Path:
@@ -87,13 +87,15 @@ def load(stem: str) -> dict:
     return doc
 
 
-def record_or_load(stem: str, measure, tier, names: tuple | None = None) -> tuple[list, str]:
-    """On a GPU tier, run ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``);
-    otherwise load the recorded rows (only those in ``names``, if given).
-
-    Returns ``(rows, label)``; the label says whether they were measured now or recorded.
+def record_or_load(stem: str, measure, tier, names: tuple | None = None,
+                   needs: str = "gpu") -> tuple[list, str]:
+    """If the tier provides ``needs`` ("gpu" or "tma"), run ``measure()`` for fresh rows
+    (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (only those in
+    ``names``, if given). Returns ``(rows, label)``: the label says measured now or recorded.
     """
-    if tier.has_gpu:
+    if needs not in ("gpu", "tma"):
+        raise ValueError(f"needs must be 'gpu' or 'tma', got {needs!r}")
+    if tier.has_tma if needs == "tma" else tier.has_gpu:
         rows = measure()
         if os.environ.get("COURSE_RECORD") == "1":
             save(stem, rows, command=f"COURSE_RECORD=1 pytest --nbval-lax ({stem})", merge=True)

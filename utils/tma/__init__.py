@@ -4,13 +4,14 @@ Importable on any machine: the CUDA driver is only touched inside :func:`encode`
 """
 from .descriptor import (DTYPES, ArrayInfo, TensorMapSpec, array_info, describe, encode,
                          encode_tiled, field_names, make_spec)
-from .model import (Traffic, smem_bytes, smem_image, tma_load, tma_reduce_add, tma_store,
-                    tma_traffic)
+from .model import (Traffic, smem_bytes, smem_image, smem_positions, tma_load, tma_reduce_add,
+                    tma_store, tma_traffic)
 from .swizzle import (SWIZZLE_MODES, apply_swizzle, bank_conflict_ways, bank_map, chunk_table,
-                      element_offset, repeat_bytes, smem_offsets, swizzle_span, swizzled_offset)
+                      element_offset, repeat_bytes, row_pitch, smem_offsets, swizzle_span,
+                      swizzled_offset)
 
 __all__ = ["DTYPES", "ArrayInfo", "TensorMapSpec", "array_info", "describe", "encode", "encode_tiled",
-           "field_names", "make_spec", "Traffic", "smem_bytes", "smem_image", "tma_load",
+           "field_names", "make_spec", "Traffic", "smem_bytes", "smem_image", "smem_positions", "tma_load",
            "tma_reduce_add", "tma_store", "tma_traffic", "SWIZZLE_MODES", "apply_swizzle",
            "bank_conflict_ways", "bank_map", "chunk_table", "element_offset", "repeat_bytes",
-           "smem_offsets", "swizzle_span", "swizzled_offset"]
+           "row_pitch", "smem_offsets", "swizzle_span", "swizzled_offset"]

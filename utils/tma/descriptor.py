@@ -255,8 +255,11 @@ def _driver_args(spec: TensorMapSpec, drv) -> list:
     """The 11 cuTensorMapEncodeTiled arguments as cuda.bindings objects (wrapper ints required)."""
     enum = lambda cls, field: getattr(getattr(drv, cls), field_names[field][getattr(spec, field)])
     u64, u32 = drv.cuuint64_t, drv.cuuint32_t
+    # rank 1 has no strides; an empty list reaches the driver as NULL, which it refuses
+    # (CUDA_ERROR_INVALID_VALUE on driver 580), so pass one unused, valid entry.
+    strides = spec.global_strides_bytes or (-(-spec.global_dims[0] * spec.elem_size // 16) * 16,)
     return [enum("CUtensorMapDataType", "dtype"), spec.rank, spec.global_address,
-            [u64(x) for x in spec.global_dims], [u64(x) for x in spec.global_strides_bytes],
+            [u64(x) for x in spec.global_dims], [u64(x) for x in strides],
             [u32(x) for x in spec.box_dims], [u32(x) for x in spec.element_strides],
             enum("CUtensorMapInterleave", "interleave"), enum("CUtensorMapSwizzle", "swizzle"),
             enum("CUtensorMapL2promotion", "l2_promotion"), enum("CUtensorMapFloatOOBfill", "oob_fill")]

@@ -20,7 +20,7 @@ from typing import NamedTuple
 import numpy as np
 
 from .descriptor import TensorMapSpec, _check_ints
-from .swizzle import apply_swizzle, check_mode, swizzle_span
+from .swizzle import apply_swizzle, check_mode, row_pitch, smem_offsets, swizzle_span
 
 
 def _ints(name, values, rank):
@@ -86,24 +86,34 @@ def tma_load(global_array, box, coords, *, element_strides=None, oob_fill=None) 
 
 
 def smem_image(tile, swizzle_mode: str = "none") -> np.ndarray:
-    """Raw shared-memory bytes (uint8) of ``tile`` after the TMA swizzle.
+    """Raw shared-memory bytes (uint8) of ``tile`` as TMA lays it out.
 
-    Length is the tile's byte size, rounded up to a 128-B line when swizzled
-    (a partly filled last line can have its chunks moved past the tile's end).
-    Bytes TMA would not write are 0.
+    Rows are :func:`row_pitch` apart (a swizzled row fills a whole swizzle span), chunks are
+    swizzled; the length is rows x pitch, rounded up to a 128-B line when swizzled. Bytes TMA
+    would not write are 0; :func:`smem_positions` says which bytes it writes.
     """
-    check_mode(swizzle_mode)
     tile = np.ascontiguousarray(tile)
-    inner = tile.shape[-1] * tile.itemsize
+    where = smem_positions(tile.shape, tile.itemsize, swizzle_mode)
+    raw = tile.reshape(-1).view(np.uint8)
+    rows = raw.size // (tile.shape[-1] * tile.itemsize)
+    size = rows * row_pitch(tile.shape[-1] * tile.itemsize, swizzle_mode)
+    if swizzle_span(swizzle_mode):
+        size = -(-size // 128) * 128
+    image = np.zeros(size, dtype=np.uint8)
+    image[where] = raw
+    return image
+
+
+def smem_positions(tile_shape, elem_size: int, swizzle_mode: str = "none") -> np.ndarray:
+    """The smem byte offset of every byte of a tile (in the tile's C order): where TMA writes."""
+    check_mode(swizzle_mode)
+    inner = tile_shape[-1] * elem_size
     span = swizzle_span(swizzle_mode)
     if span and (inner > span or inner % 16):
         raise ValueError(f"inner box is {inner} B but SWIZZLE_{swizzle_mode} needs a multiple of 16 B, "
                          f"at most {span} B")
-    raw = tile.reshape(-1).view(np.uint8)
-    size = -(-raw.size // 128) * 128 if span else raw.size
-    image = np.zeros(size, dtype=np.uint8)
-    image[apply_swizzle(np.arange(raw.size), swizzle_mode)] = raw
-    return image
+    first = smem_offsets(tile_shape, elem_size, swizzle_mode).reshape(-1, 1)
+    return (first + np.arange(elem_size)[None, :]).reshape(-1)
 
 
 def smem_bytes(global_array, box, coords, *, element_strides=None, oob_fill=None, swizzle=None) -> np.ndarray:
@@ -124,6 +134,10 @@ def _store(global_array, tile, coords, combine):
     if tile.dtype != a.dtype:
         raise ValueError(f"tile dtype {tile.dtype} differs from global dtype {a.dtype}: "
                          "TMA copies bytes, it does not convert")
+    if any(int(c) < 0 for c in coords):
+        raise ValueError(f"store coordinates {tuple(coords)} start below 0: a TMA store box must "
+                         "start inside the tensor (measured on H200: a negative start coordinate "
+                         "stops the kernel with 'illegal instruction'); loads may start below 0")
     index, mask = _positions(a.shape, tile.shape, coords, (1,) * a.ndim)
     out = a.copy()
     where = tuple(i[mask] for i in index)

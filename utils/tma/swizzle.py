@@ -79,14 +79,27 @@ def element_offset(r, c, elem_size: int, row_bytes: int, mode: str):
     return swizzled_offset(r, np.asarray(c) * elem_size, mode, row_bytes)
 
 
+def row_pitch(inner_bytes: int, mode: str) -> int:
+    """Bytes between consecutive box rows in smem. Unswizzled boxes are dense; a swizzled box
+    row always occupies a whole swizzle span, even when the box's inner extent is narrower
+    (measured on H200: a 64-B fp16 row under SWIZZLE_128B starts every 128 B)."""
+    span = swizzle_span(mode)
+    return max(inner_bytes, span) if span else inner_bytes
+
+
 def smem_offsets(tile_shape, elem_size: int, mode: str) -> np.ndarray:
     """Byte offset of every element of a tile (array order, innermost axis last) in smem.
 
-    The box is stored densely, innermost axis fastest, starting at an aligned
-    base; then the swizzle moves each 16-B chunk.
+    The box is stored innermost axis fastest, rows :func:`row_pitch` apart, starting at an
+    aligned base; then the swizzle moves each 16-B chunk.
     """
-    linear = np.arange(int(np.prod(tile_shape)), dtype=np.int64).reshape(tile_shape)
-    return apply_swizzle(linear * elem_size, mode)
+    tile_shape = tuple(int(n) for n in tile_shape)
+    inner = tile_shape[-1]
+    rows = int(np.prod(tile_shape[:-1], dtype=np.int64))
+    pitch = row_pitch(inner * elem_size, mode)
+    linear = (np.arange(rows, dtype=np.int64)[:, None] * pitch
+              + np.arange(inner, dtype=np.int64)[None, :] * elem_size)
+    return apply_swizzle(linear.reshape(tile_shape), mode)
 
 
 def bank_map(tile_shape, elem_size: int, mode: str) -> np.ndarray:

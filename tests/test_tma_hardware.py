@@ -1,0 +1,129 @@
+"""On a Hopper GPU: the NumPy TMA model must match the hardware byte for byte.
+
+Random configurations (dtypes, ranks, odd shapes, boxes, element strides, swizzles, boxes that
+overhang the edges) are loaded by a real cp.async.bulk.tensor and the raw shared-memory bytes are
+compared with utils.tma.smem_bytes. Stores and reduce-adds are compared with the model too.
+Set COURSE_HW_CONFIGS to change the count (default 200); results are written when
+COURSE_RECORD=1 (into results/02_descriptors_cupy.json).
+"""
+import os
+import random
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+if not (torch.cuda.is_available() and torch.cuda.get_device_capability(0)[0] >= 9):
+    pytest.skip("needs a Hopper GPU (compute capability >= 9.0)", allow_module_level=True)
+cp = pytest.importorskip("cupy")
+
+from utils import tma  # noqa: E402
+from utils.tma import runtime  # noqa: E402
+
+DTYPES = ["uint8", "float16", "float32", "float64", "int32", "uint16"]
+
+
+def random_config(rng):
+    dtype = np.dtype(rng.choice(DTYPES))
+    rank = rng.choice([2, 2, 3, 3, 4])
+    swizzle = rng.choice(["none", "none", "32B", "64B", "128B"]) if rank >= 2 else "none"
+    span = tma.swizzle_span(swizzle) or 256 * dtype.itemsize
+    inner_max = min(256, span // dtype.itemsize)
+    inner = 16 // dtype.itemsize * rng.randint(1, max(1, inner_max * dtype.itemsize // 16))
+    box = [rng.randint(1, 12) for _ in range(rank - 1)] + [min(inner, 256)]
+    # odd shapes; the row length keeps 16-byte-multiple strides
+    shape = [rng.randint(1, 40) for _ in range(rank - 1)]
+    row_elems = 16 // dtype.itemsize * rng.randint(1, 24)
+    shape.append(row_elems)
+    estr = [rng.randint(1, 3) for _ in range(rank - 1)] + [1]
+    while np.prod([-(-b // e) for b, e in zip(box[:-1], estr)]) * box[-1] * dtype.itemsize > 65536:
+        i = int(np.argmax(box[:-1]))
+        box[i] = max(1, box[i] // 2)
+    coords = [rng.randint(-b + 1, n) for b, n in zip(box, shape)]
+    step = 16 // dtype.itemsize                       # innermost coordinate at a 16-B boundary
+    coords[-1] = step * rng.randint(-((box[-1] - 1) // step), (shape[-1] - 1) // step)
+    return dtype, tuple(shape), tuple(box), tuple(estr), swizzle, tuple(coords)
+
+
+def hw_vs_model(cfg):
+    dtype, shape, box, estr, swizzle, coords = cfg
+    host = (np.random.standard_normal(shape) * 100).astype(dtype)
+    dev = cp.asarray(host)
+    spec = tma.make_spec(dev, box, swizzle=swizzle, element_strides=estr)
+    hw = runtime.load_dump(dev, box, coords, swizzle=swizzle, element_strides=estr)
+    tile = tma.tma_load(host, box, coords, element_strides=estr)
+    raw = np.ascontiguousarray(tile).reshape(-1).view(np.uint8)
+    where = tma.smem_positions(tile.shape, dtype.itemsize, swizzle)
+    assert raw.size == spec.box_bytes
+    written_ok = np.array_equal(hw[where], raw)
+    holes = np.setdiff1d(np.arange(hw.size), where)
+    untouched = bool((hw[holes] == 0xAB).all())
+    return written_ok and untouched
+
+
+def test_model_matches_hardware_on_random_configs():
+    n = int(os.environ.get("COURSE_HW_CONFIGS", "200"))
+    rng = random.Random(int(os.environ.get("COURSE_HW_SEED", "2026")))
+    bad = []
+    for _ in range(n):
+        cfg = random_config(rng)
+        print("config", cfg, flush=True)
+        if not hw_vs_model(cfg):
+            bad.append(cfg)
+    if os.environ.get("COURSE_RECORD") == "1":
+        from utils import results
+        results.save("02_descriptors_cupy", [{
+            "name": "model == hardware (random TMA loads)", "metric": "count", "value": float(n - len(bad)),
+            "reference": "configurations tried", "reference_value": float(n),
+            "ratio": (n - len(bad)) / n, "shape": [n], "dtype": ",".join(DTYPES)}],
+            command="COURSE_RECORD=1 pytest tests/test_tma_hardware.py", merge=True)
+    assert not bad, f"{len(bad)} of {n} configurations differ, e.g. {bad[:3]}"
+
+
+def test_store_and_reduce_match_model():
+    host = np.random.standard_normal((37, 72)).astype(np.float32)
+    tile = np.random.standard_normal((16, 32)).astype(np.float32)
+    for coords in [(0, 0), (30, 52), (24, 60)]:
+        dev = cp.asarray(host)
+        runtime.store_box(dev, tile, coords)
+        want, n_written = tma.tma_store(host, tile, coords)
+        assert np.array_equal(dev.get(), want) and n_written > 0
+        dev = cp.asarray(host)
+        runtime.store_box(dev, tile, coords, reduce=True)
+        want, _ = tma.tma_reduce_add(host, tile, coords)
+        np.testing.assert_allclose(dev.get(), want, rtol=1e-6, atol=1e-6)
+
+
+def test_misaligned_inner_coordinate_is_refused_before_launch():
+    dev = cp.asarray(np.random.standard_normal((64, 64)).astype(np.float16))
+    with pytest.raises(ValueError, match="not a multiple of 16 B"):
+        runtime.load_dump(dev, (8, 64), (0, 4))
+
+
+def test_negative_store_start_is_refused_before_launch():
+    dev = cp.zeros((37, 72), cp.float32)
+    with pytest.raises(ValueError, match="start below 0"):
+        runtime.store_box(dev, np.ones((16, 32), np.float32), (-5, 64))
+
+
+def test_rank1_boxes():
+    host = np.random.standard_normal(1000).astype(np.float32)
+    for coords in [(0,), (992,), (-16,)]:
+        hw = runtime.load_dump(cp.asarray(host), (64,), coords)
+        assert np.array_equal(hw[:256], tma.smem_bytes(host, (64,), coords))
+
+
+def test_wrong_expect_tx_is_a_clear_error_not_a_hang():
+    dev = cp.asarray(np.random.standard_normal((64, 64)).astype(np.float16))
+    with pytest.raises(RuntimeError, match="expect_tx declared 8200 B but the box delivers 8192 B"):
+        runtime.load_dump(dev, (64, 64), (0, 0), expect_bytes=8200)
+
+
+def test_pipelined_copy_is_exact():
+    src = cp.random.standard_normal((1000, 1736), dtype=cp.float32).astype(cp.float16)
+    dst = cp.full(src.shape, cp.nan, dtype=cp.float16)
+    runtime.copy_pipelined(src, dst, box_shape=(32, 128), stages=3)
+    assert bool((dst == src).all())
+    dst.fill(cp.nan)
+    runtime.copy_tiles(src, dst, box_shape=(64, 64))
+    assert bool((dst == src).all())

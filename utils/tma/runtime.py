@@ -1,0 +1,223 @@
+"""Run the TMA teaching kernels (``tma_kernels.cu``) from Python with CuPy, on a Hopper GPU.
+
+Every launcher validates its inputs first, passes the descriptor by value, and turns a timed-out
+mbarrier wait into a ``RuntimeError`` that says what was expected. On machines without a GPU,
+:func:`ptx` still compiles the same source for sm_90a with NVRTC.
+"""
+from __future__ import annotations
+
+import functools
+import pathlib
+
+import numpy as np
+
+from .descriptor import encode, make_spec
+
+SOURCE = pathlib.Path(__file__).with_name("tma_kernels.cu").read_text()
+MAX_SMEM = 227 * 1024          # dynamic shared memory per block on H100/H200
+TIMEOUT_NS = 1_000_000_000     # bounded waits: 1 s
+
+
+def ptx() -> str:
+    """sm_90a PTX of all teaching kernels (works on any machine)."""
+    from ..ptx import nvrtc_ptx
+    return nvrtc_ptx(SOURCE, name="tma_kernels.cu")
+
+
+@functools.lru_cache(maxsize=None)
+def _module(options=("-std=c++17",)):
+    import cupy as cp
+    return cp.RawModule(code=SOURCE, options=options)
+
+
+ALIGN_SLACK = 1024            # kernels align their shared-memory base to 1024 B themselves
+
+
+def kernel(name: str, smem_bytes: int = 0):
+    """A compiled kernel, with its dynamic shared-memory limit raised to ``smem_bytes``
+    (which must include :data:`ALIGN_SLACK`)."""
+    if smem_bytes > MAX_SMEM:
+        raise ValueError(f"{smem_bytes} B of shared memory exceeds the {MAX_SMEM} B a block may use")
+    k = _module().get_function(name)
+    if smem_bytes > 48 * 1024:
+        k.max_dynamic_shared_size_bytes = smem_bytes
+    return k
+
+
+def check_coords(spec, coords) -> tuple:
+    """Validate box coordinates (array order) for ``spec``; return them in driver order.
+
+    Measured on H200: a tile-mode copy whose innermost coordinate is not at a 16-byte boundary
+    stops the kernel with "illegal instruction", which poisons the whole CUDA context, so it is
+    refused here with a message instead.
+    """
+    coords = tuple(coords)
+    if len(coords) != spec.rank or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
+                                           for c in coords):
+        raise TypeError(f"coords must be {spec.rank} ints (array order), got {coords!r}")
+    if not all(-2**31 <= c < 2**31 for c in coords):
+        raise ValueError(f"coords {coords} do not fit in int32")
+    inner = int(coords[-1]) * spec.elem_size
+    if inner % 16:
+        raise ValueError(f"innermost coordinate {coords[-1]} is {inner} B from the row start, not a "
+                         "multiple of 16 B: TMA tile copies start at 16-byte boundaries")
+    return tuple(int(c) for c in coords[::-1])
+
+
+def coords_arg(coords_driver_order) -> np.ndarray:
+    """Box coordinates (innermost first, up to 5) packed as the kernel's ``Coords`` struct."""
+    c = list(coords_driver_order) + [0] * (5 - len(coords_driver_order))
+    return np.array(c, dtype=np.int32).view("V20")
+
+
+def _status():
+    import cupy as cp
+    return cp.zeros(1, dtype=cp.int32)
+
+
+def _raise_on_timeout(status, what: str):
+    if int(status.get()[0]):
+        raise RuntimeError(f"TMA wait timed out after {TIMEOUT_NS / 1e9:.0f} s: {what}")
+
+
+def smem_image_bytes(spec) -> int:
+    """Bytes of shared memory a box occupies (swizzled rows fill a whole span), rounded up to
+    the 1024-B swizzle repeat."""
+    from .swizzle import row_pitch
+    rows = spec.box_bytes // spec.inner_box_bytes
+    return -(-rows * row_pitch(spec.inner_box_bytes, spec.swizzle) // 1024) * 1024
+
+
+def load_dump(array, box_shape, coords, *, expect_bytes=None, **spec_kwargs) -> np.ndarray:
+    """TMA-load one box of the CuPy ``array`` at ``coords`` (array order) and return the raw
+    shared-memory bytes (``uint8``, poisoned with 0xAB where TMA wrote nothing).
+
+    ``expect_bytes`` (default: the box size) is what the kernel declares with expect_tx.
+    """
+    import cupy as cp
+    spec = make_spec(array, box_shape, **spec_kwargs)
+    expect = spec.box_bytes if expect_bytes is None else int(expect_bytes)
+    n = smem_image_bytes(spec)
+    out, status = cp.empty(n, dtype=cp.uint8), _status()
+    k = kernel("tma_load_dump", n + ALIGN_SLACK)
+    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(check_coords(spec, coords)),
+                     np.uint32(expect), np.uint32(n), out, status, np.uint64(TIMEOUT_NS)),
+      shared_mem=n + ALIGN_SLACK)
+    _raise_on_timeout(status, f"expect_tx declared {expect} B but the box delivers "
+                      f"{spec.box_bytes} B, so the phase never completed")
+    return out.get()
+
+
+def store_box(array, tile, coords, *, reduce: bool = False, proxy_fence: bool = True,
+              **spec_kwargs) -> None:
+    """TMA-store (or with ``reduce``, add) the NumPy/CuPy ``tile`` into ``array`` at ``coords``.
+
+    The tile's shape must be the box shape; its bytes are staged in shared memory by threads.
+    """
+    import cupy as cp
+    tile = cp.ascontiguousarray(cp.asarray(tile, dtype=array.dtype))
+    spec = make_spec(array, tile.shape, **spec_kwargs)
+    if spec.swizzle != "none":
+        raise ValueError("store_box stages the tile densely: use swizzle='none'")
+    if any(int(c) < 0 for c in coords):
+        raise ValueError(f"store coordinates {tuple(coords)} start below 0: measured on H200, a "
+                         "TMA store box that starts outside the tensor stops the kernel with "
+                         "'illegal instruction' (loads may start below 0)")
+    nbytes = tile.nbytes
+    k = kernel("tma_store_box", nbytes + ALIGN_SLACK)
+    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(check_coords(spec, coords)),
+                     tile.view(cp.uint8).ravel(), np.uint32(nbytes), np.int32(bool(reduce)),
+                     np.int32(bool(proxy_fence))), shared_mem=nbytes + ALIGN_SLACK)
+    cp.cuda.get_current_stream().synchronize()
+
+
+def copy_pipelined(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: int = 2,
+                   check: bool = True, **spec_kwargs):
+    """Copy a 2-D CuPy array with the pipelined TMA kernel; returns ``dst``.
+
+    With ``check`` the call synchronises and raises if a wait timed out.
+    """
+    launch, status = pipelined_launcher(src, dst, box_shape, stages, ctas_per_sm, **spec_kwargs)
+    launch()
+    if check:
+        _raise_on_timeout(status, "a pipeline stage never completed")
+    return dst
+
+
+def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: int = 2,
+                       **spec_kwargs):
+    """Encode the two descriptors ONCE and return ``(launch, status)``: ``launch()`` enqueues the
+    pipelined copy with no host work but the launch itself (what a benchmark should time)."""
+    import cupy as cp
+    if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
+        raise ValueError(f"src and dst must be 2-D with equal shape and dtype, got "
+                         f"{src.shape}/{src.dtype} and {dst.shape}/{dst.dtype}")
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages must be in 1..8, got {stages}")
+    s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
+    by, bx = box_shape
+    tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
+    smem = stages * s_src.box_bytes + ALIGN_SLACK
+    k = kernel("tma_copy_pipelined", smem)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    status = _status()
+    args = (encode(s_src), encode(s_dst), np.int32(tiles_x), np.int32(tiles_x * tiles_y),
+            np.int32(bx), np.int32(by), np.int32(stages), np.uint32(s_src.box_bytes), status,
+            np.uint64(TIMEOUT_NS))
+    grid = (sms * ctas_per_sm,)
+    return (lambda: k(grid, (32,), args, shared_mem=smem)), status
+
+
+def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs):
+    """Copy a 2-D CuPy array with one TMA tile per CTA (load, wait, store); returns ``dst``."""
+    import cupy as cp
+    if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
+        raise ValueError("src and dst must be 2-D with equal shape and dtype")
+    s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
+    by, bx = box_shape
+    tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
+    status = _status()
+    smem = s_src.box_bytes + ALIGN_SLACK
+    kernel("tma_copy_tile", smem)((tiles_x * tiles_y,), (32,), (
+        encode(s_src), encode(s_dst), np.int32(tiles_x), np.int32(bx), np.int32(by),
+        np.uint32(s_src.box_bytes), status, np.uint64(TIMEOUT_NS)), shared_mem=smem)
+    if check:
+        _raise_on_timeout(status, "a tile never arrived")
+    return dst
+
+
+def plain_copy(src, dst, threads: int = 256, blocks_per_sm: int = 8):
+    """Thread-driven 16-byte-vector copy of a contiguous CuPy array; returns ``dst``."""
+    import cupy as cp
+    if src.nbytes != dst.nbytes or src.nbytes % 16:
+        raise ValueError("src and dst must have equal size, a multiple of 16 bytes")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    kernel("plain_copy")((sms * blocks_per_sm,), (threads,), (src, dst, np.int64(src.nbytes // 16)))
+    return dst
+
+
+def column_read_cycles(swizzle: str, chunk: int = 3, reps: int = 256) -> float:
+    """Cycles per warp-wide 16-byte column read of a 64 x 64 fp16 tile loaded by TMA with
+    ``swizzle`` ("none" or "128B")."""
+    import cupy as cp
+    if swizzle not in ("none", "128B"):
+        raise ValueError(f"swizzle must be 'none' or '128B', got {swizzle!r}")
+    tile = cp.random.standard_normal((64, 64), dtype=cp.float32).astype(cp.float16)
+    spec = make_spec(tile, (64, 64), swizzle=swizzle)
+    cycles, sink, status = cp.zeros(1, cp.uint64), cp.zeros(32, cp.float32), _status()
+    smem = 8192 + ALIGN_SLACK
+    kernel("column_read", smem)((1,), (32,), (encode(spec), np.int32(chunk), np.int32(swizzle == "128B"),
+                                              np.int32(reps), cycles, sink, status,
+                                              np.uint64(TIMEOUT_NS)), shared_mem=smem)
+    _raise_on_timeout(status, "the 64x64 tile never arrived")
+    return float(cycles.get()[0])
+
+
+def kernel_source(name: str) -> str:
+    """The CUDA source of one teaching kernel (from its comment block to its closing brace)."""
+    start = SOURCE.find(f" {name}(")
+    if start < 0:
+        raise ValueError(f"no kernel named {name!r} in tma_kernels.cu")
+    begin = SOURCE.rfind("\n\n", 0, start) + 2
+    end = SOURCE.find("\n}\n", start) + 2
+    return SOURCE[begin:end]

@@ -1,0 +1,236 @@
+// TMA teaching kernels for CuPy (NVRTC), written with inline PTX so every step is visible.
+// No #include: NVRTC without the CUDA toolkit headers compiles this, on any machine.
+//
+// Conventions
+//  * The tensor map (CUtensorMap, 128 bytes) is passed BY VALUE as `const __grid_constant__`:
+//    a descriptor must live in .param, .const or .global space.
+//  * Coordinates are given innermost first (like the driver), in a small struct by value.
+//  * Every mbarrier wait is BOUNDED by a timeout in nanoseconds (%globaltimer): a wrong
+//    expect_tx byte count ends in status = 1 and a Python error, never a hung notebook.
+
+struct __align__(64) TensorMap { unsigned long long opaque[16]; };
+struct Coords { int c[5]; };
+
+__device__ __forceinline__ unsigned smem_addr(const void* p) {
+  return (unsigned)__cvta_generic_to_shared(p);
+}
+__device__ __forceinline__ unsigned long long now_ns() {
+  unsigned long long t;
+  asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
+  return t;
+}
+
+// ---- mbarrier ---------------------------------------------------------------------------
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count));
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");   // make init visible to TMA
+}
+__device__ __forceinline__ void mbar_expect_tx(unsigned bar, unsigned bytes) {
+  // one arrival, and `bytes` more bytes that TMA must deliver before the phase completes
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ bool mbar_try_wait(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               " selp.u32 %0, 1, 0, p;\n}" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  return ok != 0;
+}
+// Wait for phase `parity` to complete, at most `timeout_ns`. Returns false on timeout.
+// The clock is read only every 64 polls: the common case costs nothing extra.
+__device__ __forceinline__ bool mbar_wait_bounded(unsigned bar, unsigned parity, unsigned long long timeout_ns) {
+  if (mbar_try_wait(bar, parity)) return true;
+#ifdef COURSE_UNBOUNDED_WAIT
+  while (!mbar_try_wait(bar, parity)) {}
+  return true;
+#else
+  unsigned long long start = now_ns();
+  for (;;) {
+    for (int i = 0; i < 64; ++i)
+      if (mbar_try_wait(bar, parity)) return true;
+    if (now_ns() - start > timeout_ns) return false;
+  }
+#endif
+}
+
+// ---- TMA: one instruction per box ---------------------------------------------------------
+#define C1 "{%2}"
+#define C2 "{%2, %3}"
+#define C3 "{%2, %3, %4}"
+#define C4 "{%2, %3, %4, %5}"
+#define C5 "{%2, %3, %4, %5, %6}"
+#define ARGS(k) "r"(k.c[0]), "r"(k.c[1]), "r"(k.c[2]), "r"(k.c[3]), "r"(k.c[4])
+
+// global -> shared, completing `bytes` on the mbarrier at `bar`
+__device__ __forceinline__ void tma_load(int rank, unsigned dst, const TensorMap* map, Coords k, unsigned bar) {
+#define LOAD(D, C) asm volatile("cp.async.bulk.tensor." #D ".shared::cluster.global.tile.mbarrier::complete_tx::bytes" \
+    " [%0], [%1, " C "], [%7];" :: "r"(dst), "l"(map), ARGS(k), "r"(bar) : "memory")
+  switch (rank) { case 1: LOAD(1d, C1); break; case 2: LOAD(2d, C2); break; case 3: LOAD(3d, C3); break;
+                  case 4: LOAD(4d, C4); break; default: LOAD(5d, C5); }
+#undef LOAD
+}
+// shared -> global (reduce = 0) or shared + global -> global (reduce = 1, element-wise add)
+__device__ __forceinline__ void tma_store(int rank, const TensorMap* map, Coords k, unsigned src, int reduce) {
+#define STORE(D, C) asm volatile("cp.async.bulk.tensor." #D ".global.shared::cta.bulk_group" \
+    " [%1, " C "], [%0];" :: "r"(src), "l"(map), ARGS(k) : "memory")
+#define REDUCE(D, C) asm volatile("cp.reduce.async.bulk.tensor." #D ".global.shared::cta.add.tile.bulk_group" \
+    " [%1, " C "], [%0];" :: "r"(src), "l"(map), ARGS(k) : "memory")
+  if (reduce) {
+    switch (rank) { case 1: REDUCE(1d, C1); break; case 2: REDUCE(2d, C2); break; case 3: REDUCE(3d, C3); break;
+                    case 4: REDUCE(4d, C4); break; default: REDUCE(5d, C5); }
+  } else {
+    switch (rank) { case 1: STORE(1d, C1); break; case 2: STORE(2d, C2); break; case 3: STORE(3d, C3); break;
+                    case 4: STORE(4d, C4); break; default: STORE(5d, C5); }
+  }
+#undef STORE
+#undef REDUCE
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+
+extern __shared__ __align__(1024) unsigned char smem_raw[];
+// Swizzled TMA boxes assume a shared-memory base aligned to the swizzle repeat (1024 B for
+// 128B). The dynamic window is not guaranteed to start there, so launchers ask for 1024 extra
+// bytes and every kernel uses this aligned base.
+__device__ __forceinline__ unsigned char* smem_base() {
+  return smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
+}
+
+// (b) Load one box and dump the raw shared-memory bytes, so Python can compare them with the
+// NumPy model byte for byte (swizzle included). Shared memory is poisoned with 0xAB first.
+extern "C" __global__ void tma_load_dump(const __grid_constant__ TensorMap map, int rank, Coords k,
+                                         unsigned expect_bytes, unsigned dump_bytes,
+                                         unsigned char* out, int* status, unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  unsigned bar = smem_addr(&bar_storage);
+  for (unsigned i = threadIdx.x; i < dump_bytes; i += blockDim.x) smem[i] = 0xAB;
+  asm volatile("fence.proxy.async.shared::cta;" ::: "memory");   // our writes before TMA's
+  if (threadIdx.x == 0) mbar_init(bar, 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbar_expect_tx(bar, expect_bytes);              // declare the bytes, then start the copy
+    tma_load(rank, smem_addr(smem), &map, k, bar);
+  }
+  if (!mbar_wait_bounded(bar, 0, timeout_ns)) {    // every thread waits on phase 0
+    if (threadIdx.x == 0) atomicExch(status, 1);
+    return;
+  }
+  for (unsigned i = threadIdx.x; i < dump_bytes; i += blockDim.x) out[i] = smem[i];
+}
+
+// (c, d) Fill shared memory from `in` with ordinary stores, then TMA-store (or reduce-add) it.
+// `proxy_fence` = 0 leaves out the fence the copy engine needs: see exercise 4.
+extern "C" __global__ void tma_store_box(const __grid_constant__ TensorMap map, int rank, Coords k,
+                                         const unsigned char* in, unsigned bytes, int reduce,
+                                         int proxy_fence) {
+  unsigned char* smem = smem_base();
+  for (unsigned i = threadIdx.x; i < bytes; i += blockDim.x) smem[i] = in[i];   // generic proxy
+  if (proxy_fence) asm volatile("fence.proxy.async.shared::cta;" ::: "memory"); // -> async proxy
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    tma_store(rank, &map, k, smem_addr(smem), reduce);
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem may be reused/freed
+  }
+}
+
+// (g) A pipelined TMA copy: each CTA walks its tiles (tile = blockIdx.x, += gridDim.x) with
+// `stages` shared-memory buffers. One thread does everything: up to `stages` loads in flight,
+// each buffer stored back by TMA as soon as it lands, and reloaded once that store has read it.
+// The bytes never pass through registers. Tiles are numbered row-major over a 2-D tensor.
+extern "C" __global__ void tma_copy_pipelined(const __grid_constant__ TensorMap src,
+                                              const __grid_constant__ TensorMap dst,
+                                              int tiles_x, int n_tiles, int box_x, int box_y,
+                                              int stages, unsigned tile_bytes, int* status,
+                                              unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bars[8];
+  if (threadIdx.x != 0) return;                 // a single thread drives the copy engine
+  int mine = (n_tiles - (int)blockIdx.x + (int)gridDim.x - 1) / (int)gridDim.x;
+  for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]), 1);
+  Coords k = {{0, 0, 0, 0, 0}};
+  for (int i = 0; i < stages && i < mine; ++i) {          // prologue: fill the pipeline
+    int t = blockIdx.x + i * gridDim.x;
+    k.c[0] = (t % tiles_x) * box_x; k.c[1] = (t / tiles_x) * box_y;
+    mbar_expect_tx(smem_addr(&bars[i]), tile_bytes);
+    tma_load(2, smem_addr(smem + i * tile_bytes), &src, k, smem_addr(&bars[i]));
+  }
+  for (int i = 0; i < mine; ++i) {
+    int s = i % stages, t = blockIdx.x + i * gridDim.x;
+    if (!mbar_wait_bounded(smem_addr(&bars[s]), (i / stages) & 1, timeout_ns)) { atomicExch(status, 1); return; }
+    k.c[0] = (t % tiles_x) * box_x; k.c[1] = (t / tiles_x) * box_y;
+    tma_store(2, &dst, k, smem_addr(smem + s * tile_bytes), 0);          // buffer s -> global
+    // Refill the buffer of the PREVIOUS tile: its store has had one iteration to read it, so
+    // "all but the newest group have read their source" (wait_group.read 1) rarely waits.
+    int prev = i - 1, next = prev + stages;
+    if (prev >= 0 && next < mine) {
+      int sp = prev % stages, tn = blockIdx.x + next * gridDim.x;
+      asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+      k.c[0] = (tn % tiles_x) * box_x; k.c[1] = (tn / tiles_x) * box_y;
+      mbar_expect_tx(smem_addr(&bars[sp]), tile_bytes);
+      tma_load(2, smem_addr(smem + sp * tile_bytes), &src, k, smem_addr(&bars[sp]));
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
+}
+
+// (g) The simplest TMA copy: one tile per CTA, load -> wait -> store.
+extern "C" __global__ void tma_copy_tile(const __grid_constant__ TensorMap src,
+                                         const __grid_constant__ TensorMap dst, int tiles_x,
+                                         int box_x, int box_y, unsigned tile_bytes, int* status,
+                                         unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  if (threadIdx.x != 0) return;
+  unsigned bar = smem_addr(&bar_storage);
+  Coords k = {{(int)(blockIdx.x % tiles_x) * box_x, (int)(blockIdx.x / tiles_x) * box_y, 0, 0, 0}};
+  mbar_init(bar, 1);
+  mbar_expect_tx(bar, tile_bytes);
+  tma_load(2, smem_addr(smem), &src, k, bar);
+  if (!mbar_wait_bounded(bar, 0, timeout_ns)) { atomicExch(status, 1); return; }
+  tma_store(2, &dst, k, smem_addr(smem), 0);
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
+}
+
+// (g) The thread-driven baseline: every thread copies 16-byte vectors, grid-stride.
+extern "C" __global__ void plain_copy(const uint4* __restrict__ src, uint4* __restrict__ dst, long long n_vec) {
+  for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_vec; i += (long long)gridDim.x * blockDim.x)
+    dst[i] = src[i];
+}
+
+// (f) Read one column of a 64 x 64 fp16 tile (128-byte rows) that TMA placed in shared memory,
+// 16 bytes per thread (thread t reads row t % 64, chunk `chunk`), `reps` times; report the
+// cycles per warp-wide read. With SWIZZLE_NONE the 32 threads hit the same banks; with
+// SWIZZLE_128B the chunk index is XOR-ed with the row, spreading them over all 32 banks.
+extern "C" __global__ void column_read(const __grid_constant__ TensorMap map, int chunk, int swizzled,
+                                       int reps, unsigned long long* cycles, float* sink, int* status,
+                                       unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  unsigned bar = smem_addr(&bar_storage);
+  if (threadIdx.x == 0) { mbar_init(bar, 1); }
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    Coords k = {{0, 0, 0, 0, 0}};
+    mbar_expect_tx(bar, 64 * 64 * 2);
+    tma_load(2, smem_addr(smem), &map, k, bar);
+  }
+  if (!mbar_wait_bounded(bar, 0, timeout_ns)) { if (threadIdx.x == 0) atomicExch(status, 1); return; }
+  int row = threadIdx.x % 64;
+  int phys = swizzled ? (chunk ^ (row % 8)) : chunk;      // where TMA put logical chunk `chunk`
+  unsigned addr = smem_addr(smem + row * 128 + phys * 16);
+  float acc = 0.f;
+  __syncwarp();
+  unsigned long long t0 = clock64();
+  for (int r = 0; r < reps; ++r) {
+    unsigned a, b, c, d;
+    asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+    // The next address depends on this load's value (two fp16 NaNs never occur in the tile, but
+    // the compiler cannot know), so each read waits for the previous one to return: the time
+    // per read is its latency, bank-conflict replays included.
+    addr = (a == 0xFFFFFFFFu) ? addr + 16 : addr;
+    acc += __uint_as_float(a ^ b ^ c ^ d);
+  }
+  __syncwarp();
+  unsigned long long t1 = clock64();
+  if (threadIdx.x == 0) cycles[blockIdx.x] = (t1 - t0) / reps;
+  sink[threadIdx.x] = acc;
+}
