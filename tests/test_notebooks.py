@@ -8,7 +8,8 @@ from utils import exercises
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p for p in ROOT.glob("*/**/*.ipynb")
-                   if ".ipynb_checkpoints" not in p.parts and not p.relative_to(ROOT).parts[0].startswith("."))
+                   if ".ipynb_checkpoints" not in p.parts and not p.relative_to(ROOT).parts[0].startswith(".")
+                   and ".backup-" not in p.name)  # learners' backups made by utils.reset
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
 
 

@@ -109,7 +109,7 @@ def test_field_names_match_driver_enum_names():
 
 def test_driver_arguments_use_wrapper_ints():
     drv = pytest.importorskip("cuda.bindings.driver")
-    from utils.tma.descriptor import _driver_args
+    from utils.tma.encode import _driver_args
     args = _driver_args(make_spec(F16, (64, 64), swizzle="128B"), drv)
     assert len(args) == 11 and args[1] == 2
     assert all(isinstance(x, drv.cuuint64_t) for x in args[3] + args[4])

@@ -1,7 +1,7 @@
 """Compile kernels for Hopper (sm_90a) on any machine, GPU or not, and read the PTX.
 
-* :func:`triton_ptx`: a ``@triton.jit`` kernel compiled ahead of time with Triton's bundled
-  compiler (works under ``TRITON_INTERPRET=1`` too).
+* :func:`triton_ptx` / :func:`triton_compile`: a ``@triton.jit`` kernel compiled ahead of time
+  with Triton's bundled compiler (works under ``TRITON_INTERPRET=1`` too).
 * :func:`nvrtc_ptx`: CUDA C++ compiled with NVRTC through ``cuda.bindings`` (no GPU needed).
 * :func:`count` / :func:`show`: the instructions that matter for data movement.
 """
@@ -23,26 +23,53 @@ FAMILIES = {
 }
 
 
-def triton_ptx(kernel, signature: dict, constexprs: dict | None = None, *, arch: int = 90,
-               num_warps: int = 4, num_stages: int = 3, aligned: tuple = ()) -> str:
-    """PTX of a Triton kernel compiled for ``sm_<arch>a`` without launching it.
+def _compilable(fn, _seen=None):
+    """A ``JITFunction`` for ``fn`` whose globals hold compilable helpers.
+
+    Under the interpreter, ``@triton.jit`` returns ``InterpretedFunction`` objects; a kernel that
+    calls a jitted helper would hand the compiler one of those. We rebuild the kernel (and its
+    helpers, recursively) as ``JITFunction`` over a copy of its globals.
+    """
+    import types
+    from triton.runtime.jit import JITFunction
+    _seen = {} if _seen is None else _seen
+    py = fn.fn if hasattr(fn, "fn") and callable(fn.fn) else fn
+    if isinstance(fn, JITFunction) or py in _seen:
+        return fn if isinstance(fn, JITFunction) else _seen[py]
+    names = set(py.__code__.co_names)
+    helpers = {n: g for n, g in py.__globals__.items() if n in names
+               and type(g).__name__ == "InterpretedFunction"}
+    if not helpers:
+        _seen[py] = JITFunction(py)
+        return _seen[py]
+    scope = dict(py.__globals__)
+    clone = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, py.__closure__)
+    clone.__module__, clone.__qualname__ = py.__module__, py.__qualname__
+    _seen[py] = jit = JITFunction(clone)
+    scope.update({n: _compilable(h, _seen) for n, h in helpers.items()})
+    return jit
+
+
+def triton_compile(kernel, signature: dict, constexprs: dict | None = None, *, arch: int = 90,
+                   num_warps: int = 4, num_stages: int = 3, aligned: tuple = ()):
+    """A Triton kernel compiled for ``sm_<arch>a`` without launching it (a ``CompiledKernel``:
+    ``.asm["ptx"]``, ``.metadata.shared``, ``.metadata.tensordesc_meta``, ...).
 
     ``signature`` maps each argument to a Triton type string: ``"*fp16"`` (pointer),
     ``"i32"``, ``"tensordesc<fp16[64, 64]>"`` (host tensor descriptor) or ``"constexpr"``.
     ``aligned`` names arguments promised to be multiples of 16 (pointers, row lengths), as
     Triton assumes when it launches with such values; it enables 16-byte vector accesses.
+    Works under the interpreter too (jitted helpers the kernel calls are compiled as well).
     """
     import triton
     from triton.backends.compiler import GPUTarget
     from triton.compiler import ASTSource
-    from triton.runtime.jit import JITFunction
     if not isinstance(signature, dict) or not signature:
         raise TypeError("signature must be a non-empty dict {argument name: type string}")
-    fn = kernel if isinstance(kernel, JITFunction) else getattr(kernel, "fn", None)
+    fn = getattr(kernel, "fn", None)
     if fn is None or not callable(fn):
         raise TypeError(f"expected a @triton.jit kernel, got {type(kernel).__name__}")
-    if not isinstance(fn, JITFunction):
-        fn = JITFunction(fn)  # under the interpreter, @triton.jit returns an InterpretedFunction
+    fn = _compilable(kernel)
     constexprs = dict(constexprs or {})
     for name, ty in signature.items():
         if ty == "constexpr" and name not in constexprs:
@@ -54,8 +81,15 @@ def triton_ptx(kernel, signature: dict, constexprs: dict | None = None, *, arch:
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in aligned} or None
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
     options = {"num_warps": num_warps, "num_stages": num_stages}
-    compiled = triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
-    return compiled.asm["ptx"]
+    return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
+
+
+def triton_ptx(kernel, signature: dict, constexprs: dict | None = None, *, arch: int = 90,
+               num_warps: int = 4, num_stages: int = 3, aligned: tuple = ()) -> str:
+    """PTX of a Triton kernel compiled for ``sm_<arch>a`` without launching it
+    (arguments as for :func:`triton_compile`)."""
+    return triton_compile(kernel, signature, constexprs, arch=arch, num_warps=num_warps,
+                          num_stages=num_stages, aligned=aligned).asm["ptx"]
 
 
 def nvrtc_ptx(source: str, *, arch: str = "sm_90a", options: tuple = (), name: str = "kernel.cu") -> str:

@@ -2,8 +2,8 @@
 
 Importable on any machine: the CUDA driver is only touched inside :func:`encode`.
 """
-from .descriptor import (DTYPES, ArrayInfo, TensorMapSpec, array_info, describe, encode,
-                         encode_tiled, field_names, make_spec)
+from .descriptor import DTYPES, ArrayInfo, TensorMapSpec, array_info, field_names, make_spec
+from .encode import describe, encode, encode_tiled
 from .model import (Traffic, smem_bytes, smem_image, smem_positions, tma_load, tma_reduce_add,
                     tma_store, tma_traffic)
 from .swizzle import (SWIZZLE_MODES, apply_swizzle, bank_conflict_ways, bank_map, chunk_table,

@@ -11,7 +11,8 @@ import pathlib
 
 import numpy as np
 
-from .descriptor import encode, make_spec
+from .descriptor import make_spec
+from .encode import encode
 
 SOURCE = pathlib.Path(__file__).with_name("tma_kernels.cu").read_text()
 MAX_SMEM = 227 * 1024          # dynamic shared memory per block on H100/H200
