@@ -20,7 +20,8 @@ fi
 export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1
 cmd=${1:-lab}; shift || true
 case "$cmd" in
-  lab)  exec "$VENV/bin/jupyter" lab course/00_welcome.ipynb "$@" ;;
+  lab)  root=(); [ "$(id -u)" = 0 ] && root=(--allow-root)   # containers often run as root
+        exec "$VENV/bin/jupyter" lab "${root[@]}" course/00_welcome.ipynb "$@" ;;
   test) "$VENV/bin/python" -m utils.exercises --check
         exec "$VENV/bin/python" -m pytest "$@" ;;
   *)    echo "usage: bash course.sh [lab|test] [args...]" >&2; exit 2 ;;

@@ -23,30 +23,51 @@ FAMILIES = {
 }
 
 
+def _is_interpreted(obj) -> bool:
+    return type(obj).__name__ == "InterpretedFunction"
+
+
 def _compilable(fn, _seen=None):
     """A ``JITFunction`` for ``fn`` whose globals hold compilable helpers.
 
-    Under the interpreter, ``@triton.jit`` returns ``InterpretedFunction`` objects; a kernel that
-    calls a jitted helper would hand the compiler one of those. We rebuild the kernel (and its
-    helpers, recursively) as ``JITFunction`` over a copy of its globals.
+    Under the interpreter, ``@triton.jit`` returns ``InterpretedFunction`` objects, including
+    ``triton.language``'s own helpers (``tl.zeros``, ``tl.cdiv``, ...); the compiler must see
+    ``JITFunction`` objects instead. We rebuild the kernel (and its helpers, recursively) over a
+    copy of its globals in which ``triton.language`` is a module view with compilable helpers.
     """
     import types
+    import triton.language as tl
     from triton.runtime.jit import JITFunction
     _seen = {} if _seen is None else _seen
-    py = fn.fn if hasattr(fn, "fn") and callable(fn.fn) else fn
-    if isinstance(fn, JITFunction) or py in _seen:
-        return fn if isinstance(fn, JITFunction) else _seen[py]
-    names = set(py.__code__.co_names)
-    helpers = {n: g for n, g in py.__globals__.items() if n in names
-               and type(g).__name__ == "InterpretedFunction"}
-    if not helpers:
-        _seen[py] = JITFunction(py)
+    if isinstance(fn, JITFunction):
+        return fn
+    py = fn.fn if _is_interpreted(fn) else fn
+    if py in _seen:
         return _seen[py]
+    names = set(py.__code__.co_names)
     scope = dict(py.__globals__)
-    clone = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, py.__closure__)
+    free = dict(zip(py.__code__.co_freevars, [c.cell_contents for c in py.__closure__ or ()]))
+    cells = tuple(types.CellType(v) for v in free.values()) or None
+    clone = types.FunctionType(py.__code__, scope, py.__name__, py.__defaults__, cells)
     clone.__module__, clone.__qualname__ = py.__module__, py.__qualname__
     _seen[py] = jit = JITFunction(clone)
-    scope.update({n: _compilable(h, _seen) for n, h in helpers.items()})
+    for name, value in [(n, scope[n]) for n in names & set(scope)] + list(free.items()):
+        if _is_interpreted(value):
+            value = _compilable(value, _seen)
+        elif value is tl:
+            if "tl_view" not in _seen:
+                view = _seen["tl_view"] = types.ModuleType(tl.__name__)
+                view.__dict__.update(tl.__dict__)
+                for attr, member in tl.__dict__.items():
+                    if _is_interpreted(member):
+                        setattr(view, attr, _compilable(member, _seen))
+            value = _seen["tl_view"]
+        else:
+            continue
+        if name in free:
+            cells[list(free).index(name)].cell_contents = value
+        else:
+            scope[name] = value
     return jit
 
 
@@ -69,6 +90,9 @@ def triton_compile(kernel, signature: dict, constexprs: dict | None = None, *, a
     fn = getattr(kernel, "fn", None)
     if fn is None or not callable(fn):
         raise TypeError(f"expected a @triton.jit kernel, got {type(kernel).__name__}")
+    from .triton_compat import repair_language, require_triton
+    require_triton()
+    repair_language()
     fn = _compilable(kernel)
     constexprs = dict(constexprs or {})
     for name, ty in signature.items():

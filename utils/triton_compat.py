@@ -21,12 +21,44 @@ def version_tuple(text: str) -> tuple:
 def require_triton():
     """Import and return ``triton``, or raise ImportError explaining the version rule."""
     import triton
+    _snapshot_language()
     if version_tuple(triton.__version__) < MIN_VERSION:
         raise ImportError(
             f"Triton {triton.__version__} is too old: the course uses TensorDescriptor and "
             "tl.make_tensor_descriptor, public from Triton 3.4 (3.3 had only experimental "
             "names, removed in 3.4). Install the pinned version: pip install -r requirements.txt")
     return triton
+
+
+_LANGUAGE: dict = {}
+
+
+def _snapshot_language() -> None:
+    """Remember ``triton.language``'s attributes before any interpreted kernel runs."""
+    if _LANGUAGE or not interpreting():
+        return
+    import triton.language as tl
+    for mod in (tl, tl.core, tl.math, tl.standard, tl.core.tensor, tl.core.tensor_descriptor_base):
+        _LANGUAGE[mod] = {k: v for k, v in vars(mod).items()
+                          if getattr(v, "__module__", "") != "triton.runtime.interpreter"}
+
+
+def repair_language() -> int:
+    """Undo interpreter patches that leaked into ``triton.language``; return how many.
+
+    Under ``TRITON_INTERPRET=1`` (3.6 and 3.9), a kernel that calls one of Triton's own jitted
+    helpers (``tl.zeros``, ``tl.cdiv``, ...) leaves ``triton.language.core`` builtins replaced
+    by interpreter versions after it ran; compiling a kernel for sm_90a afterwards then fails
+    with obscure errors. ``utils.ptx`` calls this before compiling. The interpreter patches the
+    language afresh at every launch, so nothing it needs is lost.
+    """
+    fixed = 0
+    for mod, attrs in _LANGUAGE.items():
+        for k, v in attrs.items():
+            if vars(mod).get(k) is not v:
+                setattr(mod, k, v)
+                fixed += 1
+    return fixed
 
 
 def tensor_descriptor_class():
@@ -77,3 +109,67 @@ def smoke_test(device: str) -> None:
         raise RuntimeError("Triton smoke test failed: y != 2x + 1; the installation is broken")
     mode = "interpreter" if interpreting() else "GPU"
     print(f"Triton {triton.__version__} smoke test passed ({mode}, device={device}).")
+
+
+def range_options() -> set:
+    """Which scheduling options ``tl.range`` accepts here (``num_stages``, ``flatten``,
+    ``warp_specialize``, ...): they were added release by release."""
+    import inspect
+    require_triton()
+    import triton.language as tl
+    return set(inspect.signature(tl.range.__init__).parameters) - {"self", "arg1", "arg2", "step"}
+
+
+_WS_CACHE: dict = {}
+
+
+def hopper_warp_specialization() -> tuple:
+    """``(applied, reason)``: does ``tl.range(..., warp_specialize=True)`` change the sm_90a
+    code this Triton emits for a TMA matmul loop? Decided by compiling the loop twice (any
+    machine, about a second); on Triton 3.6 and 3.9 the flag is accepted and changes nothing for sm_90a."""
+    if "result" in _WS_CACHE:
+        return _WS_CACHE["result"]
+    if "warp_specialize" not in range_options():
+        return False, f"tl.range has no warp_specialize option in Triton {_version()}"
+    import triton
+    import triton.language as tl
+    from .ptx import triton_compile
+
+    @triton.jit
+    def ws_probe_kernel(a_desc, b_desc, c_desc, K, WS: tl.constexpr):
+        acc = tl.zeros((128, 128), dtype=tl.float32)
+        for k in tl.range(0, K, 64, warp_specialize=WS):
+            acc = tl.dot(a_desc.load([0, k]), b_desc.load([k, 0]), acc)
+        c_desc.store([0, 0], acc.to(tl.float16))
+
+    sig = {"a_desc": "tensordesc<fp16[128, 64]>", "b_desc": "tensordesc<fp16[64, 128]>",
+           "c_desc": "tensordesc<fp16[128, 128]>", "K": "i32", "WS": "constexpr"}
+    ptx = {}
+    for ws in (False, True):
+        try:
+            ptx[ws] = triton_compile(ws_probe_kernel, sig, {"WS": ws}, num_warps=8).asm["ptx"]
+        except Exception as e:  # the pass exists but rejects the loop
+            _WS_CACHE["result"] = (False, f"warp_specialize=True fails to compile for sm_90a in "
+                                   f"Triton {_version()}: {type(e).__name__}")
+            return _WS_CACHE["result"]
+    if ptx[True] == ptx[False]:
+        res = (False, f"Triton {_version()} accepts warp_specialize=True for sm_90a but emits "
+               "the same PTX: it does not warp-specialize for Hopper")
+    else:
+        res = (True, f"Triton {_version()} warp-specializes the loop for sm_90a")
+    _WS_CACHE["result"] = res
+    return res
+
+
+def tensordesc_meta(compiled) -> list:
+    """Per descriptor argument, the hardware box Triton chose (``block_size``, ``swizzle``,
+    ``elem_size``): ``compiled.metadata.tensordesc_meta`` of a ``CompiledKernel``."""
+    meta = getattr(getattr(compiled, "metadata", None), "tensordesc_meta", None)
+    if meta is None:
+        raise ValueError("no tensordesc_meta in this compiled kernel: compile a kernel with "
+                         f"tensor descriptors (Triton {_version()})")
+    return [dict(m) for m in meta]
+
+
+def _version() -> str:
+    return require_triton().__version__

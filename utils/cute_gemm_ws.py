@@ -1,0 +1,221 @@
+"""Day 5 · 04: the TMA + WGMMA GEMM of ``cute_gemm``, warp-specialized and (optionally) persistent.
+
+After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
+(``examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py``), compactly:
+
+* 384 threads: warpgroup 0 is the producer (DMA) warpgroup, whose warp 0 only issues TMA loads;
+  it gives registers back (``setmaxnreg.dec`` to 40), and the two consumer (MMA) warpgroups take
+  them (``setmaxnreg.inc`` to 232): they only wait, run ``wgmma`` and release stages;
+* a static tile scheduler (``cutlass.utils.StaticPersistentTileScheduler``) hands out the C tiles:
+  ``persistent=True`` launches one cluster per SM and each walks tiles ``grid`` apart, so the
+  producer already loads the next tile while the consumers run the epilogue of this one;
+  ``persistent=False`` launches one CTA per tile (the same kernel, the scheduler gives one tile);
+* C goes registers -> its own shared-memory buffers (not A's: the producer is still loading) ->
+  TMA store.
+"""
+from __future__ import annotations
+
+from .cute_compat import cpasync, cute, cutlass, cutlass_utils, pipeline, sm90, SmemAllocator, warpgroup
+from .cute_gemm import TILE_MNK, TmaGemm
+
+SMEM_BYTES = 227 * 1024
+EPI_STAGES = 4
+LOAD_REGS, MMA_REGS = 40, 232            # setmaxnreg targets of the official example
+H100_SMS = 132                            # compile-only default for the persistent grid
+
+
+def ws_stages(itemsize: int = 2) -> int:
+    """A+B stages that fit next to the epilogue's own C buffers (4 x 128 x 32) and 1 KiB of barriers."""
+    epi = EPI_STAGES * 128 * 32 * itemsize
+    return (SMEM_BYTES - 1024 - epi) // ((TILE_MNK[0] + TILE_MNK[1]) * TILE_MNK[2] * itemsize)
+
+
+class WsGemm(TmaGemm):
+    """``WsGemm(persistent, cluster, sms)(a, b, c, stream)``: same tensors as ``TmaGemm``.
+    ``sms``: clusters the persistent grid launches (the GPU's SM count / cluster size)."""
+
+    def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS):
+        super().__init__(ws_stages(), cluster)
+        if not (isinstance(sms, int) and sms >= 1):
+            raise ValueError(f"sms must be a positive int, got {sms!r}")
+        self.persistent = bool(persistent)
+        self.max_clusters = sms // (self.cluster[0] * self.cluster[1]) if persistent else 1 << 24
+        self.threads = 384                              # 1 producer + 2 consumer warpgroups
+        self.mma_threads = 256
+        self.epi_bar = pipeline.NamedBarrier(barrier_id=1, num_threads=self.mma_threads)
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        ab, self.c_dtype = a.element_type, c.element_type
+        a_major, b_major = cutlass.utils.LayoutEnum.from_tensor(a), cutlass.utils.LayoutEnum.from_tensor(b)
+        self.c_layout = cutlass.utils.LayoutEnum.from_tensor(c)
+        tiled_mma = sm90.make_trivial_tiled_mma(ab, ab, a_major.sm90_mma_major_mode(), b_major.sm90_mma_major_mode(),
+                                                cutlass.Float32, (2, 1, 1), tiler_mn=(64, TILE_MNK[1]))
+        self.epi_tile = sm90.compute_tile_shape_or_override(TILE_MNK, self.c_dtype, is_cooperative=True)
+        sa_layout = sm90.make_smem_layout_a(a_major, TILE_MNK, ab, self.stages)
+        sb_layout = sm90.make_smem_layout_b(b_major, TILE_MNK, ab, self.stages)
+        sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, EPI_STAGES)
+        cm, cn = self.cluster
+        op_a = cpasync.CopyBulkTensorTileG2SMulticastOp() if cn > 1 else cpasync.CopyBulkTensorTileG2SOp()
+        op_b = cpasync.CopyBulkTensorTileG2SMulticastOp() if cm > 1 else cpasync.CopyBulkTensorTileG2SOp()
+        atom_a, tma_a = cpasync.make_tiled_tma_atom(op_a, a, cute.slice_(sa_layout, (None, None, 0)),
+                                                    (TILE_MNK[0], TILE_MNK[2]), num_multicast=cn)
+        atom_b, tma_b = cpasync.make_tiled_tma_atom(op_b, b, cute.slice_(sb_layout, (None, None, 0)),
+                                                    (TILE_MNK[1], TILE_MNK[2]), num_multicast=cm)
+        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                                    cute.slice_(sc_layout, (None, None, 0)), self.epi_tile)
+
+        @cute.struct
+        class Storage:
+            bars: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sa_layout)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sb_layout)], 1024]
+            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sc_layout)], 1024]
+        self.storage = Storage
+        self.stage_bytes = cute.size_in_bytes(ab, cute.slice_(sa_layout, (None, None, 0))) + \
+            cute.size_in_bytes(ab, cute.slice_(sb_layout, (None, None, 0)))
+        gc = cute.zipped_divide(c, tiler=(TILE_MNK[0], TILE_MNK[1]))
+        sched = cutlass_utils.PersistentTileSchedulerParams(gc[(0, (None, None, None))].shape, (cm, cn, 1))
+        grid = cutlass_utils.StaticPersistentTileScheduler.get_grid_shape(sched, self.max_clusters)
+        self.kernel(atom_a, tma_a, atom_b, tma_b, atom_c, tma_c, tiled_mma, sa_layout, sb_layout,
+                    sc_layout, sched).launch(grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1),
+                                             min_blocks_per_mp=1, stream=stream)
+
+    @cute.kernel
+    def kernel(self, atom_a: cute.CopyAtom, mA: cute.Tensor, atom_b: cute.CopyAtom, mB: cute.Tensor,
+               atom_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               sa_layout: cute.ComposedLayout, sb_layout: cute.ComposedLayout, sc_layout: cute.ComposedLayout,
+               sched: cutlass_utils.PersistentTileSchedulerParams):
+        tidx, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == 0:
+            cpasync.prefetch_descriptor(atom_a)
+            cpasync.prefetch_descriptor(atom_b)
+            cpasync.prefetch_descriptor(atom_c)
+        cm, cn = self.cluster
+        cta_layout = cute.make_layout((cm, cn, 1))
+        crd = cta_layout.get_flat_coord(cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster()))
+        mask_a = cute.make_layout_image_mask(cta_layout, crd, mode=1) if cn > 1 else 0
+        mask_b = cute.make_layout_image_mask(cta_layout, crd, mode=0) if cm > 1 else 0
+        storage = SmemAllocator().allocate(self.storage)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, (cm + cn - 1) * self.mma_threads // 32)
+        pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bars.data_ptr(), num_stages=self.stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
+            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
+        pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
+        sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
+        sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
+        sC = storage.sC.get_tensor(sc_layout.outer, swizzle=sc_layout.inner)
+        gA = cute.local_tile(mA, (TILE_MNK[0], TILE_MNK[2]), (None, None, None))   # (bM, bK, m, k, l)
+        gB = cute.local_tile(mB, (TILE_MNK[1], TILE_MNK[2]), (None, None, None))   # (bN, bK, n, k, l)
+        gC = cute.local_tile(mC, (TILE_MNK[0], TILE_MNK[1]), (None, None, None))   # (bM, bN, m, n, l)
+        tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
+                                         cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        tBs, tBg = cpasync.tma_partition(atom_b, crd[0], cute.make_layout(cm),
+                                         cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        wg = cute.arch.make_warp_uniform(tidx // 128)
+        thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=128)(wg - 1))
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, cutlass.Float32)
+        k_tiles = cute.size(gA, mode=[3])
+        pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster)
+        if wg == 0:                                     # producer warpgroup: few registers
+            cute.arch.setmaxregister_decrease(LOAD_REGS)
+            if warp == 0:
+                tiles = cutlass_utils.StaticPersistentTileScheduler.create(sched, cute.arch.block_idx(), cute.arch.grid_dim())
+                work = tiles.initial_work_tile_info()
+                prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+                while work.is_valid_tile:
+                    m, n, l = work.tile_idx
+                    tAg_t, tBg_t = tAg[(None, m, None, l)], tBg[(None, n, None, l)]
+                    prod.reset_count()                  # .count = k-tile, .index/.phase run on
+                    for _ in cutlass.range(k_tiles, unroll=1):
+                        self.load(pipe, prod, atom_a, tAg_t, tAs, mask_a, atom_b, tBg_t, tBs, mask_b)
+                        prod.advance()
+                    tiles.advance_to_next_work()
+                    work = tiles.get_current_work()
+                pipe.producer_tail(prod)                # don't exit while peers may still signal us
+        if wg > 0:                                      # consumer warpgroups: many registers
+            cute.arch.setmaxregister_increase(MMA_REGS)
+            self.consume(pipe, sched, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC, tidx, warp)
+
+    @cute.jit
+    def consume(self, pipe, sched, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC, tidx, warp):
+        """Consumer loop: per tile, wait -> wgmma -> release each stage, then the epilogue."""
+        tiles = cutlass_utils.StaticPersistentTileScheduler.create(sched, cute.arch.block_idx(), cute.arch.grid_dim())
+        work = tiles.initial_work_tile_info()
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        store_pipe = pipeline.PipelineTmaStore.create(
+            num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.mma_threads))
+        while work.is_valid_tile:
+            acc.fill(0.0)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            for k in cutlass.range(k_tiles, unroll=1):
+                pipe.consumer_wait(read)
+                warpgroup.fence()
+                for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+                warpgroup.commit_group()
+                warpgroup.wait_group(1)                 # the previous stage's wgmmas are done
+                read.advance()
+                if k >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+            warpgroup.wait_group(0)
+            pipe.consumer_release(release)              # the tile's last stage
+            release.advance()
+            m, n, l = work.tile_idx
+            self.ws_epilogue(acc, tiled_mma, atom_c, gC[(None, None, m, n, l)], sC, store_pipe,
+                             tidx - 128, warp, tiles.num_tiles_executed)
+            tiles.advance_to_next_work()
+            work = tiles.get_current_work()
+        store_pipe.producer_tail()
+
+    @cute.jit
+    def ws_epilogue(self, acc, tiled_mma, atom_c, gC, sC, store_pipe, tidx, warp, done):
+        """Accumulators -> fp16/bf16 -> C's own shared buffers (a ring across tiles) -> TMA store."""
+        r2s = sm90.sm90_get_smem_store_op(self.c_layout, elem_ty_d=self.c_dtype, elem_ty_acc=cutlass.Float32)
+        st_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.c_layout.is_m_major_c(), 4), self.c_dtype)
+        tiled_r2s = cute.make_tiled_copy_S(r2s, cute.make_tiled_copy_C_atom(st_atom, tiled_mma))
+        thr_r2s = tiled_r2s.get_slice(tidx)
+        tRS_sC = thr_r2s.partition_D(sC)
+        tRS_acc = tiled_r2s.retile(acc)
+        rD_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sC))[:3])
+        rD = cute.make_rmem_tensor_like(rD_layout, cutlass.Float32)
+        gC_epi = cute.zipped_divide(gC, self.epi_tile)
+        bSG_s, bSG_g = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        epi_n = cute.size(gC_epi, mode=[1])
+        epi_shape = gC_epi.shape[1]
+        epi_layout = cute.make_layout(epi_shape, stride=(epi_shape[1], 1))
+        for e in cutlass.range_constexpr(epi_n):
+            for v in cutlass.range_constexpr(cute.size(rD)):
+                rD[v] = tRS_acc[e * cute.size(rD) + v]
+            out = cute.make_rmem_tensor_like(rD_layout, self.c_dtype)
+            out.store(rD.load().to(self.c_dtype))
+            buf = (done * epi_n + e) % EPI_STAGES
+            cute.copy(tiled_r2s, out, tRS_sC[(None, None, None, buf)])
+            cute.arch.fence_proxy("async.shared", space="cta")
+            self.epi_bar.arrive_and_wait()
+            if warp == 4:                               # first consumer warp stores
+                cute.copy(atom_c, bSG_s[(None, buf)], bSG_g[(None, epi_layout.get_hier_coord(e))])
+                store_pipe.producer_commit()
+                store_pipe.producer_acquire()
+            self.epi_bar.arrive_and_wait()
+
+
+def sm_count() -> int:
+    """SMs of the current GPU (the persistent grid: one cluster per SM, or per cluster-size SMs)."""
+    import torch
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1)):
+    """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
+    from .cute_gemm import operands, run_cached
+    sms = sm_count()
+    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms)
+    run_cached(key, lambda: WsGemm(persistent, cluster, sms), operands(a, b, c))
+    return c
