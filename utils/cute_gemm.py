@@ -38,8 +38,9 @@ class TmaGemm:
         self.k_pipe_mmas = 0 if stages == 1 else 1      # wgmma groups left in flight
         self.threads = 256                              # two consumer warpgroups, 64 rows each
 
-    @cute.jit
-    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+    def mma_and_layouts(self, a, b, c, epi_stages: int):
+        """Host-side setup shared by every GEMM variant: the warpgroup MMA and the swizzled
+        shared-memory layouts of A, B (``self.stages`` deep) and C (``epi_stages`` deep)."""
         ab, self.c_dtype = a.element_type, c.element_type
         a_major, b_major = cutlass.utils.LayoutEnum.from_tensor(a), cutlass.utils.LayoutEnum.from_tensor(b)
         self.c_layout = cutlass.utils.LayoutEnum.from_tensor(c)
@@ -48,7 +49,12 @@ class TmaGemm:
         self.epi_tile = sm90.compute_tile_shape_or_override(TILE_MNK, self.c_dtype, is_cooperative=True)
         sa_layout = sm90.make_smem_layout_a(a_major, TILE_MNK, ab, self.stages)
         sb_layout = sm90.make_smem_layout_b(b_major, TILE_MNK, ab, self.stages)
-        sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, 4)
+        sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, epi_stages)
+        return ab, tiled_mma, sa_layout, sb_layout, sc_layout
+
+    def tma_atoms(self, a, b, c, sa_layout, sb_layout, sc_layout):
+        """TMA atoms for loading A and B (multicast across the cluster where it has more than one
+        CTA along the other dimension) and for storing C."""
         cm, cn = self.cluster
         # A tiles are shared by the CTAs of a cluster row (along N), B tiles along M.
         op_a = cpasync.CopyBulkTensorTileG2SMulticastOp() if cn > 1 else cpasync.CopyBulkTensorTileG2SOp()
@@ -57,8 +63,18 @@ class TmaGemm:
                                                     (TILE_MNK[0], TILE_MNK[2]), num_multicast=cn)
         atom_b, tma_b = cpasync.make_tiled_tma_atom(op_b, b, cute.slice_(sb_layout, (None, None, 0)),
                                                     (TILE_MNK[1], TILE_MNK[2]), num_multicast=cm)
-        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
-                                                    cute.slice_(sc_layout, (None, None, 0)), self.epi_tile)
+        return atom_a, tma_a, atom_b, tma_b, self.tma_store_atom(c, sc_layout)
+
+    def tma_store_atom(self, c, sc_layout):
+        """(atom, TMA tensor) for the epilogue's shared -> global stores of C."""
+        return cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
+                                           cute.slice_(sc_layout, (None, None, 0)), self.epi_tile)
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, 4)
+        atom_a, tma_a, atom_b, tma_b, (atom_c, tma_c) = self.tma_atoms(a, b, c, sa_layout, sb_layout, sc_layout)
+        cm, cn = self.cluster
 
         @cute.struct
         class Storage:

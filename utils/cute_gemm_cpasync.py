@@ -26,20 +26,11 @@ class CpAsyncGemm(TmaGemm):
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        ab, self.c_dtype = a.element_type, c.element_type
-        a_major, b_major = cutlass.utils.LayoutEnum.from_tensor(a), cutlass.utils.LayoutEnum.from_tensor(b)
-        self.c_layout = cutlass.utils.LayoutEnum.from_tensor(c)
-        tiled_mma = sm90.make_trivial_tiled_mma(ab, ab, a_major.sm90_mma_major_mode(), b_major.sm90_mma_major_mode(),
-                                                cutlass.Float32, (2, 1, 1), tiler_mn=(64, TILE_MNK[1]))
-        self.epi_tile = sm90.compute_tile_shape_or_override(TILE_MNK, self.c_dtype, is_cooperative=True)
-        sa_layout = sm90.make_smem_layout_a(a_major, TILE_MNK, ab, self.stages)
-        sb_layout = sm90.make_smem_layout_b(b_major, TILE_MNK, ab, self.stages)
-        sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, 4)
+        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, 4)
         atom = cute.make_copy_atom(cpasync.CopyG2SOp(cache_mode=cpasync.LoadCacheMode.GLOBAL), ab,
                                    num_bits_per_copy=128)
         g2s = cute.make_tiled_copy_tv(atom, cute.make_layout((32, 8), stride=(8, 1)), cute.make_layout((1, 8)))
-        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
-                                                    cute.slice_(sc_layout, (None, None, 0)), self.epi_tile)
+        atom_c, tma_c = self.tma_store_atom(c, sc_layout)
 
         @cute.struct
         class Storage:

@@ -46,24 +46,9 @@ class WsGemm(TmaGemm):
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        ab, self.c_dtype = a.element_type, c.element_type
-        a_major, b_major = cutlass.utils.LayoutEnum.from_tensor(a), cutlass.utils.LayoutEnum.from_tensor(b)
-        self.c_layout = cutlass.utils.LayoutEnum.from_tensor(c)
-        tiled_mma = sm90.make_trivial_tiled_mma(ab, ab, a_major.sm90_mma_major_mode(), b_major.sm90_mma_major_mode(),
-                                                cutlass.Float32, (2, 1, 1), tiler_mn=(64, TILE_MNK[1]))
-        self.epi_tile = sm90.compute_tile_shape_or_override(TILE_MNK, self.c_dtype, is_cooperative=True)
-        sa_layout = sm90.make_smem_layout_a(a_major, TILE_MNK, ab, self.stages)
-        sb_layout = sm90.make_smem_layout_b(b_major, TILE_MNK, ab, self.stages)
-        sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, EPI_STAGES)
+        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, EPI_STAGES)
+        atom_a, tma_a, atom_b, tma_b, (atom_c, tma_c) = self.tma_atoms(a, b, c, sa_layout, sb_layout, sc_layout)
         cm, cn = self.cluster
-        op_a = cpasync.CopyBulkTensorTileG2SMulticastOp() if cn > 1 else cpasync.CopyBulkTensorTileG2SOp()
-        op_b = cpasync.CopyBulkTensorTileG2SMulticastOp() if cm > 1 else cpasync.CopyBulkTensorTileG2SOp()
-        atom_a, tma_a = cpasync.make_tiled_tma_atom(op_a, a, cute.slice_(sa_layout, (None, None, 0)),
-                                                    (TILE_MNK[0], TILE_MNK[2]), num_multicast=cn)
-        atom_b, tma_b = cpasync.make_tiled_tma_atom(op_b, b, cute.slice_(sb_layout, (None, None, 0)),
-                                                    (TILE_MNK[1], TILE_MNK[2]), num_multicast=cm)
-        atom_c, tma_c = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), c,
-                                                    cute.slice_(sc_layout, (None, None, 0)), self.epi_tile)
 
         @cute.struct
         class Storage:
