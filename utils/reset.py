@@ -105,6 +105,7 @@ def reset(path: pathlib.Path, root: pathlib.Path = ROOT, now: _dt.datetime | Non
             return None
         saved = backup(path, now)
     mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+    path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
     with os.fdopen(fd, "w") as f:
         f.write(text)

@@ -1,0 +1,64 @@
+"""utils.gallery: one table and one chart per metric per results file, labelled as recorded."""
+import json
+
+import matplotlib
+import matplotlib.pyplot
+import pytest
+
+from utils import gallery
+
+matplotlib.use("Agg")
+
+ROW = {"name": "TMA copy", "metric": "GB/s", "value": 3000.0, "reference": "memcpy",
+       "reference_value": 3100.0, "ratio": 0.97, "shape": [8192, 8192], "dtype": "float16"}
+LATENCY = dict(ROW, name="HBM latency", metric="ns", value=340.0, reference=None,
+               reference_value=None, ratio=None, shape=[1 << 27], dtype="int32")
+
+
+@pytest.fixture
+def recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    doc = {"device": "NVIDIA H100", "driver": "580", "versions": {}, "date": "2026-11-21T10:00:00",
+           "command": "x", "rows": [dict(ROW, name="memcpy", ratio=1.0), ROW, LATENCY]}
+    (tmp_path / "demo.json").write_text(json.dumps(doc))
+    yield tmp_path
+    matplotlib.pyplot.close("all")
+
+
+def test_show_recorded_one_chart_per_metric(recorded, capsys):
+    figs = gallery.show_recorded("demo")
+    assert [f.axes[0].get_xlabel() for f in figs] == ["GB/s", "ns"]
+    assert all("recorded on NVIDIA H100, 2026-11-21" in f.axes[0].get_title() for f in figs)
+    ns_texts = [t.get_text() for t in figs[1].axes[0].texts]
+    assert ns_texts == [], "a row without a reference shows its value only"
+    out = capsys.readouterr().out
+    assert "results/demo.json, recorded on NVIDIA H100, 2026-11-21" in out
+    latency_line = next(l for l in out.splitlines() if l.startswith("HBM latency"))
+    assert " - " in latency_line and "0.97x" in out
+
+
+def test_overview_and_stems(recorded):
+    assert gallery.stems() == ["demo"]
+    assert gallery.label(json.loads((recorded / "demo.json").read_text())) == \
+        "recorded on NVIDIA H100, 2026-11-21"
+    line = gallery.overview().splitlines()[2]
+    assert line.startswith("demo") and "GB/s, ns" in line and "NVIDIA H100, 2026-11-21" in line
+
+
+def test_real_results_each_name_their_notebook():
+    assert gallery.stems(), "the repository records results"
+    assert all(gallery.source(s) != "?" for s in gallery.stems())
+
+
+@pytest.mark.parametrize("stem", ["", "demo.json", "../demo", 3])
+def test_bad_stem_rejected(recorded, stem):
+    with pytest.raises(ValueError, match="stem must be"):
+        gallery.show_recorded(stem)
+
+
+def test_missing_file_explains(recorded):
+    with pytest.raises(FileNotFoundError, match="COURSE_RECORD=1"):
+        gallery.show_recorded("absent")
+    (recorded / "demo.json").unlink()
+    with pytest.raises(FileNotFoundError, match="no results"):
+        gallery.overview()
