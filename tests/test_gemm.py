@@ -14,11 +14,14 @@ from utils.checks import CheckFailed  # noqa: E402
 
 
 def test_config_per_step_and_tier():
+    from utils.tier import Tier
+    cpu, hopper = Tier("cpu", None, None, "test"), Tier("hopper", "H200", (9, 0), "test")
     for step in gemm.STEPS:
-        cfg = gemm.config(step, torch.float16, T)
+        cfg = gemm.config(step, torch.float16, cpu)
         assert cfg["BM"] == 32 and not gemm.block_violations([cfg["BK"], cfg["BN"]], 2)
         cfg["BM"] = 1
-        assert gemm.config(step, "float16", T)["BM"] == 32        # a fresh copy each time
+        assert gemm.config(step, "float16", cpu)["BM"] == 32      # a fresh copy each time
+        assert gemm.config(step, "bfloat16", hopper) == gemm.GPU_CONFIGS[(step, "bfloat16")]
     for (step, dt), cfg in gemm.GPU_CONFIGS.items():
         assert not gemm.block_violations([cfg["BM"], cfg["BK"]], 2), (step, dt)
         assert gemm.smem_bytes(cfg) <= gemm.SMEM_LIMIT, (step, dt)
