@@ -186,6 +186,20 @@ class TmaGemm:
         in_cluster = cute.arch.block_in_cluster_idx()
         return cid_m * self.cluster[0] + in_cluster[0], cid_n * self.cluster[1] + in_cluster[1]
 
+    def epilogue_views(self, acc, tiled_mma, atom_c, gC, sC, tidx):
+        """What every epilogue needs for one output tile: the registers -> shared copy (stmatrix)
+        with its views of ``sC`` and of the accumulators, a register buffer, and the shared ->
+        global TMA partition of ``gC`` in epilogue subtiles."""
+        r2s = sm90.sm90_get_smem_store_op(self.c_layout, elem_ty_d=self.c_dtype, elem_ty_acc=cutlass.Float32)
+        st_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.c_layout.is_m_major_c(), 4), self.c_dtype)
+        tiled_r2s = cute.make_tiled_copy_S(r2s, cute.make_tiled_copy_C_atom(st_atom, tiled_mma))
+        thr_r2s = tiled_r2s.get_slice(tidx)
+        rD_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sC))[:3])
+        gC_epi = cute.zipped_divide(gC, self.epi_tile)
+        bSG_s, bSG_g = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        return (tiled_r2s, thr_r2s.partition_D(sC), tiled_r2s.retile(acc), rD_layout,
+                cute.make_rmem_tensor_like(rD_layout, cutlass.Float32), gC_epi, bSG_s, bSG_g)
+
     @cute.jit
     def epilogue(self, acc, tiled_mma, atom_c, gC, sA, sc_layout, tidx, warp):
         """Accumulators -> fp16/bf16 -> shared memory (reusing A's buffers) -> TMA store."""
@@ -195,16 +209,8 @@ class TmaGemm:
         else:
             cute.arch.sync_threads()
         sC = cute.make_tensor(cute.recast_ptr(sA.iterator, sc_layout.inner, dtype=self.c_dtype), sc_layout.outer)
-        r2s = sm90.sm90_get_smem_store_op(self.c_layout, elem_ty_d=self.c_dtype, elem_ty_acc=cutlass.Float32)
-        st_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.c_layout.is_m_major_c(), 4), self.c_dtype)
-        tiled_r2s = cute.make_tiled_copy_S(r2s, cute.make_tiled_copy_C_atom(st_atom, tiled_mma))
-        thr_r2s = tiled_r2s.get_slice(tidx)
-        tRS_sC = thr_r2s.partition_D(sC)
-        tRS_acc = tiled_r2s.retile(acc)
-        rD_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sC))[:3])
-        rD = cute.make_rmem_tensor_like(rD_layout, cutlass.Float32)
-        gC_epi = cute.zipped_divide(gC, self.epi_tile)
-        bSG_s, bSG_g = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        tiled_r2s, tRS_sC, tRS_acc, rD_layout, rD, gC_epi, bSG_s, bSG_g = self.epilogue_views(
+            acc, tiled_mma, atom_c, gC, sC, tidx)
         epi_shape = gC_epi.shape[1]
         epi_layout = cute.make_layout(epi_shape, stride=(epi_shape[1], 1))
         store_pipe = pipeline.PipelineTmaStore.create(

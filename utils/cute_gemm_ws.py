@@ -162,16 +162,8 @@ class WsGemm(TmaGemm):
     @cute.jit
     def ws_epilogue(self, acc, tiled_mma, atom_c, gC, sC, store_pipe, tidx, warp, done):
         """Accumulators -> fp16/bf16 -> C's own shared buffers (a ring across tiles) -> TMA store."""
-        r2s = sm90.sm90_get_smem_store_op(self.c_layout, elem_ty_d=self.c_dtype, elem_ty_acc=cutlass.Float32)
-        st_atom = cute.make_copy_atom(cute.nvgpu.warp.StMatrix8x8x16bOp(self.c_layout.is_m_major_c(), 4), self.c_dtype)
-        tiled_r2s = cute.make_tiled_copy_S(r2s, cute.make_tiled_copy_C_atom(st_atom, tiled_mma))
-        thr_r2s = tiled_r2s.get_slice(tidx)
-        tRS_sC = thr_r2s.partition_D(sC)
-        tRS_acc = tiled_r2s.retile(acc)
-        rD_layout = cute.make_layout(cute.shape(thr_r2s.partition_S(sC))[:3])
-        rD = cute.make_rmem_tensor_like(rD_layout, cutlass.Float32)
-        gC_epi = cute.zipped_divide(gC, self.epi_tile)
-        bSG_s, bSG_g = cpasync.tma_partition(atom_c, 0, cute.make_layout(1), cute.group_modes(sC, 0, 2), gC_epi)
+        tiled_r2s, tRS_sC, tRS_acc, rD_layout, rD, gC_epi, bSG_s, bSG_g = self.epilogue_views(
+            acc, tiled_mma, atom_c, gC, sC, tidx)
         epi_n = cute.size(gC_epi, mode=[1])
         epi_shape = gC_epi.shape[1]
         epi_layout = cute.make_layout(epi_shape, stride=(epi_shape[1], 1))
