@@ -114,12 +114,7 @@ class TmaGemm:
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
             tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
-        sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
-        sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
-        coord = (pid_m, pid_n, None, 0)
-        gA = cute.local_tile(mA, TILE_MNK, coord, proj=(1, None, 1))         # (bM, bK, k-tiles)
-        gB = cute.local_tile(mB, TILE_MNK, coord, proj=(None, 1, 1))         # (bN, bK, k-tiles)
-        gC = cute.local_tile(mC, TILE_MNK, coord, proj=(1, 1, None))         # (bM, bN)
+        sA, sB, gA, gB, gC = self.tile_views(storage, sa_layout, sb_layout, mA, mB, mC, pid_m, pid_n)
         # TMA partitions: with multicast each CTA loads its slice of the tile for all peers
         tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
                                          cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
@@ -185,6 +180,17 @@ class TmaGemm:
             cid_n = tail_n
         in_cluster = cute.arch.block_in_cluster_idx()
         return cid_m * self.cluster[0] + in_cluster[0], cid_n * self.cluster[1] + in_cluster[1]
+
+    def tile_views(self, storage, sa_layout, sb_layout, mA, mB, mC, pid_m, pid_n):
+        """The staged shared-memory buffers of A and B, and this CTA's tiles of A, B (all k-tiles)
+        and C in global memory."""
+        sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
+        sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
+        coord = (pid_m, pid_n, None, 0)
+        gA = cute.local_tile(mA, TILE_MNK, coord, proj=(1, None, 1))         # (bM, bK, k-tiles)
+        gB = cute.local_tile(mB, TILE_MNK, coord, proj=(None, 1, 1))         # (bN, bK, k-tiles)
+        gC = cute.local_tile(mC, TILE_MNK, coord, proj=(1, 1, None))         # (bM, bN)
+        return sA, sB, gA, gB, gC
 
     def epilogue_views(self, acc, tiled_mma, atom_c, gC, sC, tidx):
         """What every epilogue needs for one output tile: the registers -> shared copy (stmatrix)
