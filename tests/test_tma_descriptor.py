@@ -27,6 +27,9 @@ BAD = [  # (array, box_shape, make_spec kwargs, exception, message regex naming 
      r"global stride 280 B \(dim 1 = array axis 0\) is not a multiple of 16 B"),
     (_info(strides=(2**40, 2)), (8, 64), {}, ValueError, r"global stride 1099511627776 B .* below 2\*\*40"),
     (F16[::-1], (8, 8), {}, ValueError, r"global stride -272 B .* is negative"),
+    (_info(strides=(64, 2)), (8, 64), {}, ValueError,
+     r"global stride 64 B \(dim 1 = array axis 0\) is smaller than the 128 B that dim 0 spans"),
+    (_info(strides=(0, 2)), (8, 64), {}, ValueError, r"global stride 0 B .* repeats \(broadcasts\)"),
     (np.zeros((0, 16), np.float32), (1, 4), {}, ValueError, r"global dimension 0 .* must be in 1\.\.2\*\*32"),
     (_info(shape=(2**32 + 1,), strides=(1,), dtype="uint8"), (16,), {}, ValueError,
      r"global dimension 4294967297 .* must be in 1\.\.2\*\*32"),
@@ -58,6 +61,14 @@ def test_bad_input_names_the_rule(array, box, kwargs, exc, match):
 def test_interleave_other_than_none_is_rejected():
     with pytest.raises(ValueError, match=r"interleave '32B' is not supported here, only 'none'"):
         TensorMapSpec("float16", 2, 0, (64, 64), (128,), (64, 64), (1, 1), interleave="32B")
+
+
+def test_spec_built_directly_obeys_the_same_rules():
+    with pytest.raises(ValueError, match=r"global stride 64 B \(dim 1 = array axis 0\) is smaller than the 128 B"):
+        TensorMapSpec("float16", 2, 0, (64, 64), (64,), (64, 8), (1, 1))
+    with pytest.raises(ValueError, match=r"global_strides_bytes \(\) has 0 entries but a rank-2 tensor needs 1"):
+        TensorMapSpec("float16", 2, 0, (64, 64), (), (64, 8), (1, 1))
+    assert TensorMapSpec("float16", 2, 0, (64, 64), (128,), (64, 8), (1, 1)).box_bytes == 1024
 
 
 def test_numpy_spec_is_in_driver_order():

@@ -47,9 +47,9 @@ def test_element_strides_skip_rows_but_never_the_inner_axis():
 def test_load_rejects_illegal_boxes():
     with pytest.raises(ValueError, match="not a multiple of 16 B"):
         tma_load(A, (4, 3), (0, 0))
-    with pytest.raises(ValueError, match="1..256"):
+    with pytest.raises(ValueError, match="box dimension 300 .* exceeds 256 elements"):
         tma_load(A, (300, 4), (0, 0))
-    with pytest.raises(TypeError, match="coords must hold ints"):
+    with pytest.raises(TypeError, match="coords must be 2 ints"):
         tma_load(A, (4, 4), (0.5, 0))
 
 
@@ -159,9 +159,9 @@ def test_bank_map():
 
 
 def test_smem_image_places_every_byte():
-    tile = tma_load(A, (8, 32), (3, 7))
+    tile = tma_load(A, (8, 32), (3, 8))
     assert smem_image(tile, "none").tobytes() == tile.tobytes()
-    image = smem_bytes(A, make_spec(A, (8, 32), swizzle="128B"), (3, 7))
+    image = smem_bytes(A, make_spec(A, (8, 32), swizzle="128B"), (3, 8))
     offsets = smem_offsets(tile.shape, 4, "128B")
     for r, c in [(0, 0), (1, 0), (7, 31), (5, 9)]:
         assert image[offsets[r, c]:offsets[r, c] + 4].view(np.float32)[0] == tile[r, c]

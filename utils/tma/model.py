@@ -3,9 +3,15 @@
 Conventions (one for the whole course):
   * ``coords`` and ``box_shape`` are in ARRAY order (outermost axis first, like
     ``arr.shape``). The kernel's PTX coordinates are the same numbers reversed.
-  * Coordinates may be negative or run past the end: those elements are out of
-    bounds (OOB). A load fills them (zero, or NaN for ``oob_fill="nan"``); a
-    store or reduce-add skips them.
+  * The model checks the same rules as the validator (``make_spec``) and the runtime
+    (``runtime.check_coords``), with the same messages: they all call :mod:`.rules`. So the
+    global array must be one TMA could describe (NumPy array, TMA dtype, innermost axis
+    contiguous, 16-B aligned, strides multiples of 16 B that do not overlap), and every box
+    coordinate fits in int32 with the innermost one at a 16-byte boundary.
+  * A LOAD may start below 0 or run past the end: those elements are out of bounds (OOB)
+    and are filled (zero, or NaN for ``oob_fill="nan"``). A STORE or reduce-add must start
+    at coordinates >= 0 (measured on H200: a store box starting below 0 stops the kernel with
+    "illegal instruction"); the part of its box past the end is skipped.
   * ``element_strides[i]`` keeps every i-th element along axis i, giving
     ceil(box/estride) elements. The innermost axis is never strided (the driver
     ignores elementStrides[0] with interleave "none"), so its entry is ignored.
@@ -19,46 +25,42 @@ from typing import NamedTuple
 
 import numpy as np
 
-from .descriptor import TensorMapSpec, _check_ints
-from .swizzle import apply_swizzle, check_mode, row_pitch, smem_offsets, swizzle_span
+from . import rules
+from .descriptor import TensorMapSpec, array_info
+from .swizzle import row_pitch, smem_offsets, swizzle_span
 
 
-def _ints(name, values, rank):
-    """Check a tuple of ints (TypeError) of length ``rank`` (ValueError)."""
-    values = _check_ints(name, values)
-    if len(values) != rank:
-        raise ValueError(f"{name} {values} has {len(values)} entries but the tensor has rank {rank}")
-    return values
+def _global(global_array) -> np.ndarray:
+    """The global tensor: a NumPy array that passes every tensor rule (same text as make_spec)."""
+    if not isinstance(global_array, np.ndarray):
+        raise TypeError(f"the TMA model reads a NumPy array (host memory standing for the global tensor), "
+                        f"got {type(global_array).__name__}")
+    info = array_info(global_array)
+    rules.tensor(info.shape, info.strides_bytes, info.dtype, info.address)
+    return global_array
 
 
-def _box_args(global_array, box, element_strides, oob_fill):
-    """Resolve (box, element_strides, oob_fill) in array order from a spec or from plain arguments."""
-    a = np.asarray(global_array)
-    if not 1 <= a.ndim <= 5:
-        raise ValueError(f"rank {a.ndim} is outside 1..5: TMA tensors have 1 to 5 dimensions")
+def _box_args(global_array, box, element_strides, oob_fill, swizzle="none"):
+    """Check the tensor and the box; return (array, box, element_strides, oob_fill) in array order."""
+    a = _global(global_array)
     if isinstance(box, TensorMapSpec):
         if element_strides is not None or oob_fill is not None:
             raise ValueError("give either a TensorMapSpec or element_strides/oob_fill, not both")
-        if box.array_shape != a.shape:
-            raise ValueError(f"spec describes shape {box.array_shape} but the array has shape {a.shape}")
+        if box.array_shape != a.shape or box.dtype != a.dtype.name:
+            raise ValueError(f"spec describes a {box.array_shape} {box.dtype} tensor but the array is "
+                             f"{a.shape} {a.dtype.name}")
+        rules.swizzle_inner(box.inner_box_bytes, swizzle)
         return a, box.array_box_shape, box.array_element_strides, box.oob_fill
-    box = _ints("box_shape", box, a.ndim)
-    es = (1,) * a.ndim if element_strides is None else _ints("element_strides", element_strides, a.ndim)
-    for axis, (b, e) in enumerate(zip(box, es)):
-        if not 1 <= b <= 256:
-            raise ValueError(f"box dimension {b} (array axis {axis}) must be in 1..256")
-        if not 1 <= e <= 8:
-            raise ValueError(f"element stride {e} (array axis {axis}) is outside 1..8")
-    if box[-1] * a.itemsize % 16:
-        raise ValueError(f"inner box is {box[-1] * a.itemsize} B, not a multiple of 16 B")
-    return a, box, es, oob_fill or "zero"
+    box, es = rules.box(box, a.itemsize, element_strides=element_strides, swizzle=swizzle, rank_=a.ndim)
+    fill = "zero" if oob_fill is None else oob_fill
+    rules.oob_fill(fill, a.dtype.name)
+    return a, box, es, fill
 
 
 def _positions(shape, box, coords, es):
     """Global index of every tile element (one broadcast array per axis) and the in-bounds mask."""
     rank = len(shape)
     es = tuple(es[:-1]) + (1,)                     # innermost axis is never strided
-    coords = _ints("coords", coords, rank)
     index, mask = [], np.ones((1,) * rank, dtype=bool)
     for axis, (n, b, c, e) in enumerate(zip(shape, box, coords, es)):
         i = (c + e * np.arange(-(-b // e))).reshape([-1 if k == axis else 1 for k in range(rank)])
@@ -74,11 +76,13 @@ def tma_load(global_array, box, coords, *, element_strides=None, oob_fill=None) 
     ``box`` is a box shape (array order) or a TensorMapSpec (which then also
     supplies element strides and OOB fill). Shape: ceil(box/estride) per axis.
     """
-    a, box, es, fill = _box_args(global_array, box, element_strides, oob_fill)
-    if fill not in ("zero", "nan"):
-        raise ValueError(f"oob_fill {fill!r} is not one of ('zero', 'nan')")
-    if fill == "nan" and not np.issubdtype(a.dtype, np.floating):
-        raise ValueError(f"oob_fill 'nan' needs a float dtype, got {a.dtype}")
+    return _load(global_array, box, coords, element_strides, oob_fill, "none")
+
+
+def _load(global_array, box, coords, element_strides, oob_fill, swizzle):
+    """Check tensor, box (with ``swizzle``), fill and coordinates in make_spec's order; load."""
+    a, box, es, fill = _box_args(global_array, box, element_strides, oob_fill, swizzle)
+    coords = rules.coords(coords, a.ndim, a.itemsize)
     index, mask = _positions(a.shape, box, coords, es)
     tile = np.full(mask.shape, np.nan if fill == "nan" else 0, dtype=a.dtype)
     tile[mask] = a[tuple(i[mask] for i in index)]
@@ -106,12 +110,8 @@ def smem_image(tile, swizzle_mode: str = "none") -> np.ndarray:
 
 def smem_positions(tile_shape, elem_size: int, swizzle_mode: str = "none") -> np.ndarray:
     """The smem byte offset of every byte of a tile (in the tile's C order): where TMA writes."""
-    check_mode(swizzle_mode)
-    inner = tile_shape[-1] * elem_size
-    span = swizzle_span(swizzle_mode)
-    if span and (inner > span or inner % 16):
-        raise ValueError(f"inner box is {inner} B but SWIZZLE_{swizzle_mode} needs a multiple of 16 B, "
-                         f"at most {span} B")
+    rules.inner_box(tile_shape[-1], elem_size)
+    rules.swizzle_inner(tile_shape[-1] * elem_size, swizzle_mode)
     first = smem_offsets(tile_shape, elem_size, swizzle_mode).reshape(-1, 1)
     return (first + np.arange(elem_size)[None, :]).reshape(-1)
 
@@ -123,21 +123,15 @@ def smem_bytes(global_array, box, coords, *, element_strides=None, oob_fill=None
     """
     if swizzle is None:
         swizzle = box.swizzle if isinstance(box, TensorMapSpec) else "none"
-    return smem_image(tma_load(global_array, box, coords, element_strides=element_strides,
-                               oob_fill=oob_fill), swizzle)
+    return smem_image(_load(global_array, box, coords, element_strides, oob_fill, swizzle), swizzle)
 
 
 def _store(global_array, tile, coords, combine):
-    a, tile = np.asarray(global_array), np.asarray(tile)
-    if tile.ndim != a.ndim:
-        raise ValueError(f"tile has rank {tile.ndim} but the global tensor has rank {a.ndim}")
-    if tile.dtype != a.dtype:
-        raise ValueError(f"tile dtype {tile.dtype} differs from global dtype {a.dtype}: "
-                         "TMA copies bytes, it does not convert")
-    if any(int(c) < 0 for c in coords):
-        raise ValueError(f"store coordinates {tuple(coords)} start below 0: a TMA store box must "
-                         "start inside the tensor (measured on H200: a negative start coordinate "
-                         "stops the kernel with 'illegal instruction'); loads may start below 0")
+    """Check in make_spec's order (tensor, box = tile shape, dtype, store coordinates); combine."""
+    a, tile = _global(global_array), np.asarray(tile)
+    rules.box(tile.shape, a.itemsize, rank_=a.ndim)
+    rules.same_dtype(tile.dtype.name, a.dtype.name)
+    coords = rules.coords(coords, a.ndim, a.itemsize, store=True)
     index, mask = _positions(a.shape, tile.shape, coords, (1,) * a.ndim)
     out = a.copy()
     where = tuple(i[mask] for i in index)
@@ -171,10 +165,16 @@ class Traffic(NamedTuple):
 
 
 def tma_traffic(global_shape, box_shape, coords, elem_size: int, *, element_strides=None) -> Traffic:
-    """Count what a TMA box at ``coords`` moves: in-bounds vs OOB elements and the bytes on each side."""
-    rank = len(global_shape)
-    es = (1,) * rank if element_strides is None else _ints("element_strides", element_strides, rank)
-    box = _ints("box_shape", box_shape, rank)
-    _, mask = _positions(tuple(global_shape), box, coords, es)
+    """Count what a TMA box at ``coords`` moves: in-bounds vs OOB elements and the bytes on each side.
+    The shape, box and coordinates must pass the same rules as a real load."""
+    shape = rules.ints("global_shape", global_shape)
+    rank = len(shape)
+    rules.rank(rank)
+    for axis, n in enumerate(shape):
+        rules.global_dim(n, rank, rank - 1 - axis)
+    rules.require(elem_size in (1, 2, 4, 8), f"elem_size {elem_size!r} is not a TMA element size (1, 2, 4 or 8 B)")
+    box, es = rules.box(box_shape, elem_size, element_strides=element_strides, rank_=rank)
+    coords = rules.coords(coords, rank, elem_size)
+    _, mask = _positions(shape, box, coords, es)
     n, inside = mask.size, int(mask.sum())
     return Traffic(n, inside, n - inside, inside * elem_size, n * elem_size)

@@ -11,6 +11,7 @@ import pathlib
 
 import numpy as np
 
+from . import rules
 from .descriptor import make_spec
 from .encode import encode
 
@@ -45,24 +46,15 @@ def kernel(name: str, smem_bytes: int = 0):
     return k
 
 
-def check_coords(spec, coords) -> tuple:
+def check_coords(spec, coords, *, store: bool = False) -> tuple:
     """Validate box coordinates (array order) for ``spec``; return them in driver order.
 
-    Measured on H200: a tile-mode copy whose innermost coordinate is not at a 16-byte boundary
-    stops the kernel with "illegal instruction", which poisons the whole CUDA context, so it is
-    refused here with a message instead.
+    The rules are :func:`.rules.coords`, the same the NumPy model applies: int32 each, the
+    innermost at a 16-byte boundary and, for a ``store``, none below 0. The last two were
+    measured on H200: breaking them stops the kernel with "illegal instruction", which poisons
+    the whole CUDA context, so they are refused here with a message instead.
     """
-    coords = tuple(coords)
-    if len(coords) != spec.rank or not all(isinstance(c, (int, np.integer)) and not isinstance(c, bool)
-                                           for c in coords):
-        raise TypeError(f"coords must be {spec.rank} ints (array order), got {coords!r}")
-    if not all(-2**31 <= c < 2**31 for c in coords):
-        raise ValueError(f"coords {coords} do not fit in int32")
-    inner = int(coords[-1]) * spec.elem_size
-    if inner % 16:
-        raise ValueError(f"innermost coordinate {coords[-1]} is {inner} B from the row start, not a "
-                         "multiple of 16 B: TMA tile copies start at 16-byte boundaries")
-    return tuple(int(c) for c in coords[::-1])
+    return rules.coords(coords, spec.rank, spec.elem_size, store=store)[::-1]
 
 
 def coords_arg(coords_driver_order) -> np.ndarray:
@@ -120,13 +112,10 @@ def store_box(array, tile, coords, *, reduce: bool = False, proxy_fence: bool = 
     spec = make_spec(array, tile.shape, **spec_kwargs)
     if spec.swizzle != "none":
         raise ValueError("store_box stages the tile densely: use swizzle='none'")
-    if any(int(c) < 0 for c in coords):
-        raise ValueError(f"store coordinates {tuple(coords)} start below 0: measured on H200, a "
-                         "TMA store box that starts outside the tensor stops the kernel with "
-                         "'illegal instruction' (loads may start below 0)")
+    coords = check_coords(spec, coords, store=True)
     nbytes = tile.nbytes
     k = kernel("tma_store_box", nbytes + ALIGN_SLACK)
-    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(check_coords(spec, coords)),
+    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(coords),
                      tile.view(cp.uint8).ravel(), np.uint32(nbytes), np.int32(bool(reduce)),
                      np.int32(bool(proxy_fence))), shared_mem=nbytes + ALIGN_SLACK)
     cp.cuda.get_current_stream().synchronize()
