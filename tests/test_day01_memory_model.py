@@ -93,3 +93,21 @@ def test_device_facts():
     class Partial:
         multi_processor_count = 108
     assert mm.device_facts("Some GPU", Partial())["regs_per_sm"] is None
+
+
+def test_swizzle_story_is_one_story_across_days():
+    """day01/03's table and day05/02's column read agree: a column of 16-B chunks of 8 rows placed
+    as TMA places them is conflict-free under every mode for rows up to the span; unswizzled it
+    is (row bytes / 16)-way conflicted."""
+    from utils.tma import swizzle
+    from utils.tma.plots import column_read_ways
+    rows = np.arange(8)
+    for mode in swizzle.SWIZZLE_MODES:
+        span = swizzle.swizzle_span(mode)
+        for width in (w for w in (16, 32, 64, 128) if not span or w <= span):
+            pitch = swizzle.row_pitch(width, mode)
+            for chunk in range(width // 16):
+                start = swizzle.swizzled_offset(rows, 16 * chunk, mode, row_bytes=pitch)
+                ways = mm.conflict_ways((start[:, None] + 4 * np.arange(4)).ravel())
+                assert ways == (width // 16 if mode == "none" else 1), (mode, width, chunk)
+        assert column_read_ways(mode) == (8 if mode == "none" else 1)   # day05/02, widest rows
