@@ -54,3 +54,32 @@ def test_check_value(capsys):
         checks.check_value("v", True, 1)
     checks.check_value("v", checks.NOT_ATTEMPTED, 1)
     assert "not attempted" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("value,is_int,is_number", [
+    (3, True, True), (np.int64(3), True, True), (np.int32(-2), True, True), (np.uint8(7), True, True),
+    (3.0, False, True), (np.float32(3), False, True), (True, False, False), (np.bool_(True), False, False),
+    ("3", False, False), (None, False, False), (3 + 0j, False, False), (np.array([3]), False, False)])
+def test_one_type_rule(value, is_int, is_number):
+    assert checks.is_int(value) is is_int and checks.is_number(value) is is_number
+
+
+def test_int_and_number_answers():
+    assert checks.int_answer("x", np.int64(5)) == 5 and type(checks.int_answer("x", np.int64(5))) is int
+    assert checks.number_answer("x", np.float32(0.5)) == 0.5
+    with pytest.raises(checks.CheckFailed, match="float 3.0; expected an int: return an int"):
+        checks.int_answer("x", 3.0)
+    with pytest.raises(checks.CheckFailed, match="bool True; expected an int"):
+        checks.int_answer("x", True)
+    with pytest.raises(checks.CheckFailed, match="expected a number"):
+        checks.number_answer("x", "1.5")
+
+
+def test_check_value_uses_the_one_type_rule(capsys):
+    checks.check_value("v", np.int64(8192), 8192)
+    checks.check_value("v", np.float32(100.5), 100.0, rel=0.01)
+    assert capsys.readouterr().out.count("correct") == 2
+    with pytest.raises(checks.CheckFailed, match="expected a int, got float"):
+        checks.check_value("v", 8192.0, 8192, kind=int)
+    with pytest.raises(checks.CheckFailed, match="got bool"):
+        checks.check_value("v", np.bool_(True), 1)

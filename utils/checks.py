@@ -10,7 +10,10 @@ Conventions (STYLE.md):
 * on failure a check prints what was launched, yours vs expected, the first wrong index and a
   hint, then raises ``AssertionError``;
 * a malformed answer (wrong type or shape) gets an explanation, never an obscure crash;
-* checks return None (nothing extra is displayed under the cell); the printed line is the verdict.
+* checks return None (nothing extra is displayed under the cell); the printed line is the verdict;
+* one type rule for every check (:func:`is_int`, :func:`is_number`): an integer answer may be a
+  Python ``int`` or a NumPy integer scalar, a number may also be a ``float`` or NumPy float
+  scalar; ``bool`` is neither (``True == 1`` would otherwise pass by accident).
 """
 from __future__ import annotations
 
@@ -21,6 +24,32 @@ NOT_ATTEMPTED = "not attempted"
 
 class CheckFailed(AssertionError):
     """A check rejected the answer; the message explains why."""
+
+
+def is_int(x) -> bool:
+    """True for a Python ``int`` or NumPy integer scalar (``np.int64(3)``); False for ``bool``."""
+    return isinstance(x, (int, np.integer)) and not isinstance(x, (bool, np.bool_))
+
+
+def is_number(x) -> bool:
+    """True for an integer (:func:`is_int`) or a real float (Python or NumPy scalar)."""
+    return is_int(x) or (isinstance(x, (float, np.floating)) and not isinstance(x, (bool, np.bool_)))
+
+
+def int_answer(name: str, got, what: str = "the answer", hint: str = "") -> int:
+    """``got`` as a Python int if it passes :func:`is_int`, else fail naming what came back
+    (a float such as ``3.0`` too: a count is an int, e.g. ``math.ceil(...)`` or ``int(...)``)."""
+    if not is_int(got):
+        extra = ": return an int, e.g. with math.ceil(...) or int(...)" if isinstance(got, (float, np.floating)) else ""
+        fail(name, f"{what} is {type(got).__name__} {got!r}; expected an int{extra}", hint)
+    return int(got)
+
+
+def number_answer(name: str, got, what: str = "the answer", hint: str = "") -> float:
+    """``got`` as a float if it passes :func:`is_number`, else fail naming what came back."""
+    if not is_number(got):
+        fail(name, f"{what} is {type(got).__name__} {got!r}; expected a number", hint)
+    return float(got)
 
 
 def attempt(fn, *args, **kwargs):
@@ -112,8 +141,11 @@ def check_value(name: str, yours, expected, *, rel: float = 0.0, hint: str = "",
     """Check one number (or tuple/str) answer; ``rel`` is the allowed relative error."""
     if isinstance(yours, str) and yours == NOT_ATTEMPTED:
         return not_attempted(name)
-    if isinstance(yours, bool) or not isinstance(yours, kind):
-        want = kind.__name__ if isinstance(kind, type) else " or ".join(k.__name__ for k in kind)
+    kinds = (kind,) if isinstance(kind, type) else tuple(kind)
+    ok_type = (is_int(yours) and int in kinds) or (is_number(yours) and float in kinds) or \
+        (not isinstance(yours, (bool, np.bool_, int, float, np.number)) and isinstance(yours, kinds))
+    if not ok_type:
+        want = " or ".join(k.__name__ for k in kinds)
         fail(name, f"expected a {want}, got {type(yours).__name__} {yours!r}", hint)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         ok = abs(yours - expected) <= rel * abs(expected)
