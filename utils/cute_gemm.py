@@ -24,6 +24,30 @@ def max_stages(tile=TILE_MNK, itemsize: int = 2) -> int:
     return (SMEM_BYTES - 1024) // ((tile[0] + tile[1]) * tile[2] * itemsize)
 
 
+GROUP_M = 8               # clusters along M that walk N together (the tile order of every variant)
+
+
+@cute.jit
+def grouped_tile(cluster_id, clusters_m, clusters_n):
+    """(cid_m, cid_n) of the ``cluster_id``-th cluster in the grouped order every GEMM variant uses:
+    clusters walk M in groups of ``GROUP_M`` (M fastest, then N, then the next group; the last group
+    holds ``clusters_m % GROUP_M``), so the clusters running together share A and B tiles in L2.
+    The order of CUTLASS's ``HopperWgmmaGemmKernel``; Triton's ``GROUP_SIZE_M`` order.
+    Needs ``clusters_m >= GROUP_M`` where the values are on the host (on the GPU the unused
+    remainder by zero of a smaller grid gives an unspecified value, not a trap)."""
+    group = GROUP_M
+    s_shape = ((group, clusters_m // group), clusters_n)
+    s_layout = cute.make_layout(s_shape, stride=((1, clusters_n * group), group))
+    regular = cute.size(s_shape)
+    cid_m, cid_n = s_layout.get_flat_coord(cluster_id % regular)
+    if cluster_id >= regular:
+        tail = cute.make_layout((clusters_m % group, clusters_n), stride=(1, clusters_m % group))
+        tail_m, tail_n = tail.get_flat_coord(cluster_id - regular)
+        cid_m = cute.size(s_shape, mode=[0]) + tail_m
+        cid_n = tail_n
+    return cid_m, cid_n
+
+
 class TmaGemm:
     """``TmaGemm(stages, cluster)(a, b, c, stream)``: a ``@cute.jit`` GEMM on (M, K, 1), (N, K, 1)
     and (M, N, 1) tensors (the trailing batch mode of the CUTLASS example, size 1)."""
@@ -164,20 +188,10 @@ class TmaGemm:
 
     @cute.jit
     def tile_of_cluster(self):
-        """(pid_m, pid_n) of this CTA: clusters walk M in groups of 8 for L2 reuse."""
+        """(pid_m, pid_n) of this CTA: its cluster's place in the grouped order (:func:`grouped_tile`)."""
         cidx, cidy, _ = cute.arch.cluster_idx()
         cdimx, cdimy, _ = cute.arch.cluster_dim()
-        cluster_id = cidx + cdimx * cidy
-        group = 8
-        s_shape = ((group, cdimx // group), cdimy)
-        s_layout = cute.make_layout(s_shape, stride=((1, cdimy * group), group))
-        regular = cute.size(s_shape)
-        cid_m, cid_n = s_layout.get_flat_coord(cluster_id % regular)
-        if cluster_id >= regular:
-            tail = cute.make_layout((cdimx % group, cdimy), stride=(1, cdimx % group))
-            tail_m, tail_n = tail.get_flat_coord(cluster_id - regular)
-            cid_m = cute.size(s_shape, mode=[0]) + tail_m
-            cid_n = tail_n
+        cid_m, cid_n = grouped_tile(cidx + cdimx * cidy, cdimx, cdimy)
         in_cluster = cute.arch.block_in_cluster_idx()
         return cid_m * self.cluster[0] + in_cluster[0], cid_n * self.cluster[1] + in_cluster[1]
 

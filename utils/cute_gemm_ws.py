@@ -6,17 +6,18 @@ After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
 * 384 threads: warpgroup 0 is the producer (DMA) warpgroup, whose warp 0 only issues TMA loads;
   it gives registers back (``setmaxnreg.dec`` to 40), and the two consumer (MMA) warpgroups take
   them (``setmaxnreg.inc`` to 232): they only wait, run ``wgmma`` and release stages;
-* a static tile scheduler (``cutlass.utils.StaticPersistentTileScheduler``) hands out the C tiles:
-  ``persistent=True`` launches one cluster per SM and each walks tiles ``grid`` apart, so the
-  producer already loads the next tile while the consumers run the epilogue of this one;
-  ``persistent=False`` launches one CTA per tile (the same kernel, the scheduler gives one tile);
+* a static persistent tile loop hands out the C tiles in the grouped order of ``TmaGemm``
+  (:func:`cute_gemm.grouped_tile`, so only warp specialization differs between the two):
+  ``persistent=True`` launches one cluster per SM and each walks tile numbers ``grid`` apart, so
+  the producer already loads the next tile while the consumers run the epilogue of this one;
+  ``persistent=False`` launches one cluster per tile (the same kernel, one trip of the loop);
 * C goes registers -> its own shared-memory buffers (not A's: the producer is still loading) ->
   TMA store.
 """
 from __future__ import annotations
 
-from .cute_compat import cpasync, cute, cutlass, cutlass_utils, pipeline, sm90, SmemAllocator, warpgroup
-from .cute_gemm import TILE_MNK, TmaGemm
+from .cute_compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
+from .cute_gemm import TILE_MNK, TmaGemm, grouped_tile
 
 SMEM_BYTES = 227 * 1024
 EPI_STAGES = 4
@@ -59,18 +60,21 @@ class WsGemm(TmaGemm):
         self.storage = Storage
         self.stage_bytes = cute.size_in_bytes(ab, cute.slice_(sa_layout, (None, None, 0))) + \
             cute.size_in_bytes(ab, cute.slice_(sb_layout, (None, None, 0)))
-        gc = cute.zipped_divide(c, tiler=(TILE_MNK[0], TILE_MNK[1]))
-        sched = cutlass_utils.PersistentTileSchedulerParams(gc[(0, (None, None, None))].shape, (cm, cn, 1))
-        grid = cutlass_utils.StaticPersistentTileScheduler.get_grid_shape(sched, self.max_clusters)
+        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1]), (TILE_MNK[0], TILE_MNK[1]))
+        clusters_m, clusters_n = cute.ceil_div(tiles[0], cm), cute.ceil_div(tiles[1], cn)
+        grid = (cm, cn, cutlass.min(clusters_m * clusters_n, self.max_clusters))     # z: clusters
+        # the cluster counts go in as kernel arguments (runtime values), so that grouped_tile
+        # runs the same arithmetic as in TmaGemm, where they come from %nclusterid
         self.kernel(atom_a, tma_a, atom_b, tma_b, atom_c, tma_c, tiled_mma, sa_layout, sb_layout,
-                    sc_layout, sched).launch(grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1),
-                                             min_blocks_per_mp=1, stream=stream)
+                    sc_layout, cutlass.Int32(clusters_m), cutlass.Int32(clusters_n)).launch(
+                        grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1), min_blocks_per_mp=1,
+                        stream=stream)
 
     @cute.kernel
     def kernel(self, atom_a: cute.CopyAtom, mA: cute.Tensor, atom_b: cute.CopyAtom, mB: cute.Tensor,
                atom_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
                sa_layout: cute.ComposedLayout, sb_layout: cute.ComposedLayout, sc_layout: cute.ComposedLayout,
-               sched: cutlass_utils.PersistentTileSchedulerParams):
+               clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         if warp == 0:
@@ -109,33 +113,50 @@ class WsGemm(TmaGemm):
         if wg == 0:                                     # producer warpgroup: few registers
             cute.arch.setmaxregister_decrease(LOAD_REGS)
             if warp == 0:
-                tiles = cutlass_utils.StaticPersistentTileScheduler.create(sched, cute.arch.block_idx(), cute.arch.grid_dim())
-                work = tiles.initial_work_tile_info()
                 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
-                while work.is_valid_tile:
-                    m, n, l = work.tile_idx
-                    tAg_t, tBg_t = tAg[(None, m, None, l)], tBg[(None, n, None, l)]
+                tile = self.first_tile()
+                while tile < clusters_m * clusters_n:   # this cluster's tiles, a grid apart
+                    m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
+                    tAg_t, tBg_t = tAg[(None, m, None, 0)], tBg[(None, n, None, 0)]
                     prod.reset_count()                  # .count = k-tile, .index/.phase run on
                     for _ in cutlass.range(k_tiles, unroll=1):
                         self.load(pipe, prod, atom_a, tAg_t, tAs, mask_a, atom_b, tBg_t, tBs, mask_b)
                         prod.advance()
-                    tiles.advance_to_next_work()
-                    work = tiles.get_current_work()
+                    tile += self.tile_step()
                 pipe.producer_tail(prod)                # don't exit while peers may still signal us
         if wg > 0:                                      # consumer warpgroups: many registers
             cute.arch.setmaxregister_increase(MMA_REGS)
-            self.consume(pipe, sched, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC, tidx, warp)
+            self.consume(pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
+                         tidx, warp)
 
     @cute.jit
-    def consume(self, pipe, sched, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC, tidx, warp):
+    def first_tile(self):
+        """The first tile number (in the grouped order) of this cluster: its index in the grid."""
+        return cute.arch.make_warp_uniform(cute.arch.block_idx()[2])
+
+    @cute.jit
+    def tile_step(self):
+        """How far apart a cluster's tile numbers are: the clusters in the grid."""
+        return cute.arch.make_warp_uniform(cute.arch.grid_dim()[2])
+
+    @cute.jit
+    def tile_mn(self, tile, clusters_m, clusters_n, crd):
+        """(m, n) C tile of this CTA for tile number ``tile``: the cluster's place in the grouped
+        order of ``TmaGemm`` (:func:`cute_gemm.grouped_tile`) plus the CTA's place in the cluster."""
+        cid_m, cid_n = grouped_tile(tile, clusters_m, clusters_n)
+        return cid_m * self.cluster[0] + crd[0], cid_n * self.cluster[1] + crd[1]
+
+    @cute.jit
+    def consume(self, pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
+                tidx, warp):
         """Consumer loop: per tile, wait -> wgmma -> release each stage, then the epilogue."""
-        tiles = cutlass_utils.StaticPersistentTileScheduler.create(sched, cute.arch.block_idx(), cute.arch.grid_dim())
-        work = tiles.initial_work_tile_info()
+        tile = self.first_tile()
+        done = cutlass.Int32(0)                         # tiles finished (the epilogue's ring position)
         read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
         store_pipe = pipeline.PipelineTmaStore.create(
             num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.mma_threads))
-        while work.is_valid_tile:
+        while tile < clusters_m * clusters_n:
             acc.fill(0.0)
             tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
             for k in cutlass.range(k_tiles, unroll=1):
@@ -152,11 +173,11 @@ class WsGemm(TmaGemm):
             warpgroup.wait_group(0)
             pipe.consumer_release(release)              # the tile's last stage
             release.advance()
-            m, n, l = work.tile_idx
-            self.ws_epilogue(acc, tiled_mma, atom_c, gC[(None, None, m, n, l)], sC, store_pipe,
-                             tidx - 128, warp, tiles.num_tiles_executed)
-            tiles.advance_to_next_work()
-            work = tiles.get_current_work()
+            m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
+            self.ws_epilogue(acc, tiled_mma, atom_c, gC[(None, None, m, n, 0)], sC, store_pipe,
+                             tidx - 128, warp, done)
+            done += 1
+            tile += self.tile_step()
         store_pipe.producer_tail()
 
     @cute.jit

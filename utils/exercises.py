@@ -13,6 +13,11 @@ source held in a Python string, write the markers as C++ comments (``// ### BEGI
 ``// STUB:``); the TODO line is then a C++ comment too. In markdown, text between
 ``<!-- BEGIN SOLUTION -->`` and ``<!-- END SOLUTION -->`` is removed.
 
+Relative links in markdown keep working in the exercise copy, one folder up from its solution
+(``solutions/<day>/`` becomes ``<day>/``): a link to a sibling notebook or another day
+(``02_coalescing.ipynb``, ``../day02_pipelining/...``) reaches the exercise twin unchanged, and a
+link that climbs out of ``solutions/`` (``../../course/glossary.md``) loses one ``../``.
+
 Usage: ``python -m utils.exercises`` writes the day folders; ``--check`` fails on any
 difference (CI runs it through ``tests/test_notebooks.py``).
 """
@@ -25,6 +30,15 @@ import sys
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 BEGIN, END, STUB = "### BEGIN SOLUTION", "### END SOLUTION", "# STUB:"
 MD_BLOCK = re.compile(r"<!-- BEGIN SOLUTION -->.*?<!-- END SOLUTION -->\n?", re.S)
+# the start of a relative link target that climbs out of solutions/<day>/: a markdown link
+# `](../../`, a reference definition `]: ../../`, or an HTML `src="../../` / `href="../../`
+OUT_OF_SOLUTIONS = re.compile(r"""(\]\(<?|\]:[ \t]*<?|(?:src|href)=["'])\.\./\.\./""")
+
+
+def relink(markdown: str) -> str:
+    """A solution notebook's markdown with links that leave ``solutions/`` made one level shorter,
+    so they resolve from the exercise copy's folder (one level higher)."""
+    return OUT_OF_SOLUTIONS.sub(r"\1../", markdown)
 
 
 def _marker(stripped: str):
@@ -75,7 +89,7 @@ def make_exercise(nb):
             cell.source = strip_solution(cell.source)
             cell.outputs, cell.execution_count = [], None
         elif cell.cell_type == "markdown":
-            cell.source = MD_BLOCK.sub("", cell.source)
+            cell.source = relink(MD_BLOCK.sub("", cell.source))
     return ex
 
 
