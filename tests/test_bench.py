@@ -1,4 +1,5 @@
-"""The benchmark harness: input rules, throughput arithmetic, and clear errors without a GPU."""
+"""The benchmark harness: input rules, throughput arithmetic, interleaved rounds and their
+spread (through a fake clock, so without a GPU), and clear errors without a GPU."""
 import pytest
 import torch
 
@@ -54,7 +55,136 @@ def test_compare_on_gpu_checks_and_ranks():
                          reps=5)
     assert [r["name"] for r in rows] == ["clone", "mul"] and rows[0]["ratio"] == 1.0
     assert all(r["value"] > 0 and r["metric"] == "GB/s" for r in rows)
+    assert all(r["timing"] == "sustained" and r["rounds"] == 5 and len(r["ms_rounds"]) == 5
+               and r["ratio_lo"] <= r["ratio"] <= r["ratio_hi"] for r in rows)
+    burst = bench.time_ms(lambda: None, reps=3, timing="burst", flush_l2=False)
+    assert burst["timing"] == "burst" and burst["reps"] == 3
 
 
 def test_sweep_concatenates():
     assert bench.sweep([1, 2], lambda c: [{"c": c}], desc="t") == [{"c": 1}, {"c": 2}]
+
+
+# ---- interleaved sustained timing (run without a GPU through a fake clock) ----
+
+class FakeClock:
+    """Stands in for CudaClock: ``cost(name, n)`` is the time of the n-th timed call."""
+
+    def __init__(self, cost):
+        self.cost, self.timed = cost, []
+
+    def time(self, fn):
+        name = fn()
+        self.timed.append(name)
+        return self.cost(name, len(self.timed))
+
+    def read(self, handles):
+        return list(handles)
+
+
+def contenders(log):
+    return {n: (lambda n=n: (log.append(n), n)[1]) for n in "ABC"}
+
+
+def test_schedule_takes_turns():
+    assert bench.schedule(["A", "B", "C"], rounds=2, reps_per_round=2) == [
+        (0, "A"), (0, "B"), (0, "C"), (0, "A"), (0, "B"), (0, "C"),
+        (1, "A"), (1, "B"), (1, "C"), (1, "A"), (1, "B"), (1, "C")]
+
+
+def test_run_interleaved_order_and_rounds():
+    log = []
+    clock = FakeClock(lambda name, n: float(n))
+    got = bench.run_interleaved(contenders(log), rounds=3, reps_per_round=2, warmup=1,
+                                warmup_ms=0, clock=clock)
+    assert log[:3] == ["A", "B", "C"], "warm-up also takes turns"
+    assert clock.timed == list("ABC") * 6, "timed calls are interleaved A,B,C,A,B,C,..."
+    assert got == {"A": [[1, 4], [7, 10], [13, 16]], "B": [[2, 5], [8, 11], [14, 17]],
+                   "C": [[3, 6], [9, 12], [15, 18]]}
+
+
+def test_warmup_lasts_warmup_ms():
+    log = []
+    clock = FakeClock(lambda name, n: 1.0)         # a round of 3 contenders: 3 ms
+    bench.run_interleaved(contenders(log), rounds=1, reps_per_round=1, warmup=2,
+                          warmup_ms=25, clock=clock)
+    # 2 counted warm-up rounds, 1 estimating round, ceil(25 / 3) = 9 more, then 1 timed round
+    assert len(log) == 3 * (2 + 1 + 9 + 1)
+
+
+def test_interleaving_cancels_drift():
+    """Clocks slow down 20% over the run; A always takes 2x B's time, and the ratio says so
+    (timed one after the other, A's 10 calls then B's, it would read about 1.8x)."""
+    clock = FakeClock(lambda name, n: (2.0 if name == "A" else 1.0) * (1 + n / 100))
+    samples = bench.run_interleaved({"A": lambda: "A", "B": lambda: "B"}, rounds=10,
+                                    reps_per_round=1, warmup=0, warmup_ms=0, clock=clock)
+    rows = {r["name"]: r for r in bench.summarize(samples, reference="A", metric="GB/s", amount=1e9)}
+    assert 1.97 < rows["B"]["ratio_lo"] <= rows["B"]["ratio"] <= rows["B"]["ratio_hi"] < 2.0
+
+
+def test_summarize_spread():
+    samples = {"ref": [[2.0, 2.0, 4.0], [2.0], [2.0]], "x": [[1.0], [2.0], [4.0]]}
+    rows = {r["name"]: r for r in bench.summarize(samples, reference="ref", metric="TFLOP/s",
+                                                  amount=2e12)}
+    x, ref = rows["x"], rows["ref"]
+    assert x["ms_rounds"] == [1.0, 2.0, 4.0] and ref["ms_rounds"] == [2.0, 2.0, 2.0]
+    assert (x["ratio"], x["ratio_lo"], x["ratio_hi"]) == (1.0, 0.5, 2.0)
+    assert ref["ms"] == 2.0 and ref["value"] == pytest.approx(1000.0)
+    assert x["reference_value"] == ref["value"] and x["rounds"] == 3
+    assert (ref["ratio"], ref["ratio_lo"], ref["ratio_hi"]) == (1.0, 1.0, 1.0)
+    with pytest.raises(ValueError, match="is not a contender"):
+        bench.summarize(samples, reference="nope", metric="GB/s", amount=1)
+    with pytest.raises(ValueError, match="positive times for each of the 3 rounds"):
+        bench.summarize({"ref": samples["ref"], "y": [[1.0], [1.0]]}, reference="ref",
+                        metric="GB/s", amount=1)
+
+
+def row(name, lo, ratio, hi, ms_rounds=None):
+    r = {"name": name, "metric": "TFLOP/s", "value": 1.0, "reference": "ref", "ratio": ratio,
+         "ratio_lo": lo, "ratio_hi": hi, "shape": [8, 8, 8], "dtype": "float16"}
+    if ms_rounds is not None:
+        r["ms_rounds"] = ms_rounds
+    return r
+
+
+@pytest.mark.parametrize("r,at_least,want", [
+    (row("a", 1.01, 1.02, 1.05), 1.0, "holds"),
+    (row("a", 1.00, 1.02, 1.05), 1.0, "holds"),          # every round at least 1.00x
+    (row("a", 0.99, 1.02, 1.05), 1.0, "within spread"),  # median >= 1 is not enough
+    (row("a", 0.93, 0.95, 0.99), 1.0, "fails"),
+    (row("a", 0.93, 0.95, 1.00), 1.0, "within spread"),
+    (row("a", 1.06, 1.08, 1.10), 1.05, "holds"),
+    (row("a", 1.01, 1.02, 1.04), 1.05, "fails"),
+    ({"name": "old", "ratio": 1.2}, 1.0, "no spread recorded"),   # recorded before issue 12
+])
+def test_verdict_beyond_the_spread(r, at_least, want):
+    assert bench.verdict(r, at_least=at_least) == want
+    assert bench.holds(r, at_least=at_least) is (want == "holds")
+
+
+def test_verdict_between_two_contenders():
+    a, b = row("a", 1, 1, 1, [1.0, 1.1, 1.0]), row("b", 1, 1, 1, [1.2, 1.2, 1.05])
+    s = bench.ratio_between(a, b)
+    assert s["rounds"] == 3 and s["lo"] == pytest.approx(1.05 / 1.0) and s["hi"] == pytest.approx(1.2)
+    assert bench.verdict(a, b) == "holds" and bench.verdict(b, a) == "fails"
+    assert bench.verdict(a, b, at_least=1.1) == "within spread"
+    assert bench.verdict(a, {"name": "old"}) == "no spread recorded"
+    with pytest.raises(ValueError, match="not timed together"):
+        bench.ratio_between(a, dict(b, ms_rounds=[1.0, 1.0]))
+    with pytest.raises(ValueError, match="not timed together"):
+        bench.ratio_between(a, dict(b, dtype="bfloat16"))
+    with pytest.raises(ValueError, match="need per-round times"):
+        bench.ratio_between(a, {"name": "old"})
+    with pytest.raises(ValueError, match="at_least must be a positive number"):
+        bench.verdict(a, at_least=0)
+
+
+def test_timing_and_rounds_are_validated_before_hardware():
+    with pytest.raises(ValueError, match="timing must be one of"):
+        bench.time_ms(lambda: None, timing="fast")
+    with pytest.raises(ValueError, match="rounds <= reps"):
+        bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
+                      shape=(1,), dtype="f", reps=5, rounds=10)
+    with pytest.raises(ValueError, match="timing must be one of"):
+        bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
+                      shape=(1,), dtype="f", timing="cold")

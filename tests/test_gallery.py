@@ -62,3 +62,35 @@ def test_missing_file_explains(recorded):
     (recorded / "demo.json").unlink()
     with pytest.raises(FileNotFoundError, match="no results"):
         gallery.overview()
+
+
+H200_DOC = {"device": "NVIDIA H200", "driver": "580", "versions": {}, "date": "2026-12-02T10:00:00",
+            "command": "x", "rows": [dict(ROW, name="memcpy", ratio=1.0, ms=0.07, timing="sustained",
+                                          ratio_lo=1.0, ratio_hi=1.0),
+                                     dict(ROW, ms=0.072, timing="sustained", ratio_lo=0.95,
+                                          ratio_hi=0.98)]}
+
+
+def test_two_devices_side_by_side(recorded, capsys):
+    """The old-layout H100 file and an H200 folder: each chart has one panel per device."""
+    (recorded / "nvidia-h200").mkdir()
+    (recorded / "nvidia-h200" / "demo.json").write_text(json.dumps(H200_DOC))
+    assert gallery.stems() == ["demo"]
+    figs = gallery.show_recorded("demo")
+    gbs, ns = figs
+    titles = [ax.get_title() for ax in gbs.axes]
+    assert len(titles) == 2 and "recorded on NVIDIA H100, 2026-11-21" in titles[0]
+    assert titles[1].endswith("recorded on NVIDIA H200, 2026-12-02"), "sustained: no timing note"
+    assert len(ns.axes) == 1 and "NVIDIA H100" in ns.axes[0].get_title(), "only the H100 has ns"
+    assert " 0.97x [0.95-0.98]" in [t.get_text() for t in gbs.axes[1].texts]
+    out = capsys.readouterr().out
+    assert "results/nvidia-h200/demo.json, recorded on NVIDIA H200, 2026-12-02" in out
+    lines = gallery.overview().splitlines()[2:]
+    assert len(lines) == 2 and "NVIDIA H100, 2026-11-21" in lines[0] and "NVIDIA H200" in lines[1]
+
+
+def test_old_burst_timing_is_labelled():
+    doc = dict(H200_DOC, rows=[dict(ROW, ms=0.07)])
+    assert gallery.label(doc) == "recorded on NVIDIA H200, 2026-12-02 (timing: burst, older harness)"
+    doc = dict(H200_DOC, rows=[dict(ROW, ms=0.07, timing="burst")])
+    assert gallery.label(doc).endswith("(timing: burst)")

@@ -1,5 +1,7 @@
-"""Recorded results: format validation, loading, and that recording needs a real GPU."""
+"""Recorded results: format validation, the per-device layout (old files still load), recording
+a notebook into an empty folder, and that recording needs a real GPU."""
 import json
+import pathlib
 
 import pytest
 import torch
@@ -52,10 +54,11 @@ def test_save_refuses_without_gpu(tmp_path, monkeypatch):
 
 
 def test_recorded_files_are_valid():
-    for path in results.results_dir().glob("*.json"):
-        doc = results.load(path.stem)
-        assert {"device", "driver", "versions", "date", "command"} <= set(doc), path
-        assert "H100" in doc["device"] or "H200" in doc["device"], "recorded on Hopper"
+    from utils import gallery
+    for stem in gallery.stems():
+        for doc in results.documents(stem):
+            assert {"device", "driver", "versions", "date", "command"} <= set(doc), doc["path"]
+            assert "H100" in doc["device"] or "H200" in doc["device"], "recorded on Hopper"
 
 
 def test_table_and_bars():
@@ -67,3 +70,135 @@ def test_table_and_bars():
         plots.show_bars([ROW, dict(ROW, metric="ns")], "t")
     with pytest.raises(ValueError, match="no rows"):
         plots.format_table([])
+
+
+# ---- one file per device: results/<device-slug>/<stem>.json; the old results/<stem>.json loads ----
+
+H100, H200 = "NVIDIA H100 80GB HBM3", "NVIDIA H200"
+
+
+def write_device(root, device, rows, date, stem="demo", **extra):
+    doc = dict({"device": device, "driver": "580", "versions": {}, "date": date, "command": "x",
+                "rows": rows}, **extra)
+    folder = root / results.device_slug(device)
+    folder.mkdir(exist_ok=True)
+    (folder / f"{stem}.json").write_text(json.dumps(doc))
+
+
+@pytest.mark.parametrize("name,slug", [(H100, "nvidia-h100-80gb-hbm3"), (H200, "nvidia-h200"),
+                                       ("NVIDIA H100 PCIe", "nvidia-h100-pcie"),
+                                       ("  GH200 / 480GB ", "gh200-480gb")])
+def test_device_slug(name, slug):
+    assert results.device_slug(name) == slug
+
+
+@pytest.mark.parametrize("bad", ["", "  ", None, 3])
+def test_device_slug_rejects(bad):
+    with pytest.raises(ValueError, match="device name must be"):
+        results.device_slug(bad)
+
+
+def test_two_devices_and_an_old_file(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv(results.DEVICE_ENV, raising=False)
+    write(tmp_path, [ROW])                                          # old layout: an H100
+    write_device(tmp_path, H200, [dict(ROW, value=3300.0)], "2026-12-02T00:00:00")
+    assert [d["device"] for d in results.documents("demo")] == ["NVIDIA H100", H200]
+    assert results.load("demo")["device"] == H200, "default: the most recent recording"
+    assert results.load("demo", device="h100")["device"] == "NVIDIA H100"
+    monkeypatch.setenv(results.DEVICE_ENV, "NVIDIA H100")
+    rows, label = results.record_or_load("demo", None, Tier("cpu", None, None, ""))
+    assert rows == [ROW]
+    assert label == "recorded on NVIDIA H100, 2026-11-21; also recorded on NVIDIA H200 (results gallery)"
+    with pytest.raises(LookupError, match="recorded on: \\['NVIDIA H100', 'NVIDIA H200'\\]"):
+        results.load("demo", device="A100")
+    # a recording in the device's folder replaces the old-layout file of the same device
+    write_device(tmp_path, "NVIDIA H100", [dict(ROW, value=2900.0)], "2026-12-01T00:00:00")
+    docs = results.documents("demo")
+    assert len(docs) == 2 and docs[0]["rows"][0]["value"] == 2900.0
+    assert pathlib.Path(docs[0]["path"]).parent.name == "nvidia-h100"
+
+
+@pytest.mark.parametrize("bad,match", [
+    (dict(ROW, ratio_lo=0.98, ratio_hi=0.99), "ratio_lo <= ratio <= ratio_hi"),
+    (dict(ROW, ratio_lo=0.95), "ratio_lo <= ratio <= ratio_hi"),
+    (dict(ROW, ratio=None, ratio_lo=0.9, ratio_hi=1.0), "ratio_lo <= ratio <= ratio_hi")])
+def test_spread_must_contain_the_ratio(bad, match):
+    with pytest.raises(ValueError, match=match):
+        results.validate_rows([bad])
+
+
+def test_rows_with_and_without_spread_are_valid():
+    results.validate_rows([ROW, dict(ROW, ratio_lo=0.95, ratio_hi=0.99, rounds=10, timing="sustained",
+                                     ms_rounds=[0.1] * 10)])
+
+
+# ---- recording one notebook into an empty results folder ----
+
+FAKE_MACHINE = {"device": H100, "capability": "9.0", "sm_count": 132, "driver": "580.95",
+                "cuda": "13.0", "versions": {"torch": "2.13.0", "triton": "3.7.1"},
+                "date": "2026-12-01T00:00:00+00:00"}
+HOPPER = Tier("hopper", H100, (9, 0), "fake")
+
+
+@pytest.fixture
+def recording(tmp_path, monkeypatch):
+    """An empty results folder, COURSE_RECORD=1, a fake Hopper machine, a fresh notebook run."""
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.setenv("COURSE_RECORD", "1")
+    monkeypatch.setattr(results, "machine", lambda: dict(FAKE_MACHINE))
+    monkeypatch.setattr(results, "_RECORDED_THIS_RUN", set())
+    return tmp_path
+
+
+def test_recording_one_notebook_into_an_empty_folder(recording):
+    """A notebook's cells in order: each measures and records, and reads only what it measured."""
+    col = [dict(ROW, name="column read", metric="cycles", value=51.0)]
+    copy = [dict(ROW, name="memcpy", ratio=1.0), ROW]
+    agree = [dict(ROW, name="model == hardware", metric="count", value=200.0)]
+    for rows in (col, copy, agree):
+        got, label = results.record_or_load("demo", lambda rows=rows: rows, HOPPER,
+                                            names=tuple(r["name"] for r in rows), needs="tma")
+        assert got == rows and label == f"measured now on {H100}"
+    path = recording / "nvidia-h100-80gb-hbm3" / "demo.json"
+    doc = json.loads(path.read_text())
+    assert doc["rows"] == col + copy + agree
+    assert {k: doc[k] for k in FAKE_MACHINE} == FAKE_MACHINE
+    assert doc["command"] == "COURSE_RECORD=1 pytest --nbval-lax (demo)"
+    # the same notebook on the cpu tier now finds every row it shows
+    cpu = Tier("cpu", None, None, "")
+    for rows in (col, copy, agree):
+        got, label = results.record_or_load("demo", None, cpu, names=tuple(r["name"] for r in rows))
+        assert got == rows and label == f"recorded on {H100}, 2026-12-01"
+
+
+def test_a_new_run_starts_the_file_afresh(recording):
+    results.record_or_load("demo", lambda: [dict(ROW, name="renamed since")], HOPPER)
+    results._RECORDED_THIS_RUN.clear()                  # a new notebook run (a new kernel)
+    results.record_or_load("demo", lambda: [ROW], HOPPER)
+    results.record_or_load("demo", lambda: [dict(ROW, shape=[64, 64])], HOPPER)
+    doc = results.load("demo")
+    assert [(r["name"], r["shape"]) for r in doc["rows"]] == [("TMA copy", [8192, 8192]),
+                                                             ("TMA copy", [64, 64])]
+
+
+def test_a_notebook_shows_only_rows_it_measures(recording, monkeypatch):
+    with pytest.raises(ValueError, match="made no rows named \\['model == hardware'\\]"):
+        results.record_or_load("demo", lambda: [ROW], HOPPER, names=("TMA copy", "model == hardware"))
+    monkeypatch.delenv("COURSE_RECORD")
+    write(recording, [ROW])
+    with pytest.raises(KeyError, match="no rows named \\['model == hardware'\\]"):
+        results.record_or_load("demo", None, Tier("cpu", None, None, ""),
+                               names=("TMA copy", "model == hardware"))
+
+
+def test_notebooks_read_recorded_rows_only_through_record_or_load():
+    """A notebook that picks rows out of a loaded file shows rows its own code may not produce
+    (issue 12: one row was written only by a unit test)."""
+    nbs = sorted(results.ROOT.glob("solutions/*/*.ipynb")) + sorted(results.ROOT.glob("course/*.ipynb"))
+    assert nbs
+    for nb in nbs:
+        for cell in json.loads(nb.read_text())["cells"]:
+            src = "".join(cell["source"])
+            if cell["cell_type"] == "code":
+                assert '["rows"]' not in src and "results.save(" not in src, (nb.name, src[:200])

@@ -4,19 +4,30 @@ Rules it enforces (see COURSE_DESIGN.md):
 
 * every contender gets the *same* inputs, drawn from a normal distribution (``randn``);
 * each contender's output is checked against the reference contender before it is timed;
-* warm-up first, then CUDA-event timing of each repetition, the L2 cache flushed before each
-  one (outside the timed region), and the **median** reported;
-* throughput comes from a byte or flop count you state, and every row carries its ratio to
-  the reference (cuBLAS through ``torch.matmul``, memcpy through ``torch`` copy, ...).
+* **sustained** timing, the figure the course reports: after a warm-up (at least ``warmup``
+  calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
+  back to back, each between two CUDA events, the L2 cache flushed before each one; the GPU
+  never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
+  the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
+  cold-start figure that hides host launch overhead; use it only where that is the lesson,
+  and say so.)
+* contenders are timed **interleaved**: in round 1 each contender runs ``reps/rounds`` times
+  (A, B, C), then round 2 (A, B, C), ..., so clock or thermal drift hits all of them alike;
+* each row's ``ratio`` to the reference is the median of the per-round ratios, reported with
+  their spread (``ratio_lo``, ``ratio_hi``: the lowest and highest round). A claim such as
+  "A >= cuBLAS" holds only if it holds beyond that spread: ``verdict`` / ``holds``.
 
-Rows are plain dicts in the ``results/*.json`` format, so they can be recorded as they are.
+Rows are plain dicts in the ``results/*.json`` format (see ``utils.results``), so they can be
+recorded as they are.
 """
 from __future__ import annotations
 
+import math
 import statistics
 from typing import Callable
 
 METRICS = {"GB/s": 1e9, "TFLOP/s": 1e12}
+TIMINGS = ("sustained", "burst")
 
 
 def randn(shape, dtype, device, seed: int | None = None):
@@ -37,38 +48,95 @@ def _require_gpu():
                            "recorded results instead (utils.results.load)")
 
 
-def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30,
-            flush_l2: bool = True, hide_host: bool = True) -> dict:
-    """Time ``fn()`` with CUDA events: ``warmup`` untimed calls, then ``reps`` timed ones.
+class CudaClock:
+    """Times one call of ``fn`` between CUDA events, the L2 flushed first (outside the events).
 
-    Returns ``{"median", "min", "max", "reps"}`` in milliseconds. With ``flush_l2`` a 256 MiB
-    buffer is overwritten before each repetition so no input is served from L2. With
-    ``hide_host`` the GPU is kept busy (a ~1 ms spin) while Python prepares the launch, so the
-    events measure the kernel, not the host's launch overhead (which would otherwise count
-    whenever it exceeds the GPU work queued before it).
+    ``sustained``: nothing waits; ``read`` synchronizes once. ``burst``: a ~1 ms GPU spin before
+    and a wait after each call (the GPU idles between repetitions).
     """
-    if not callable(fn):
-        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
-    if not (isinstance(warmup, int) and warmup >= 0 and isinstance(reps, int) and reps >= 1):
-        raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup!r}, reps={reps!r}")
-    _require_gpu()
-    import torch
-    scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
-    for _ in range(warmup):
-        fn()
-    times = []
-    for _ in range(reps):
-        if scratch is not None:
-            scratch.zero_()
-        if hide_host:
-            torch.cuda._sleep(2_000_000)
-        start, end = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+
+    def __init__(self, flush_l2: bool = True, timing: str = "sustained"):
+        import torch
+        self.torch, self.timing = torch, timing
+        self.scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
+
+    def time(self, fn):
+        cuda = self.torch.cuda
+        if self.scratch is not None:
+            self.scratch.zero_()
+        if self.timing == "burst":
+            cuda._sleep(2_000_000)
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
         start.record()
         fn()
         end.record()
-        end.synchronize()
-        times.append(start.elapsed_time(end))
-    return {"median": statistics.median(times), "min": min(times), "max": max(times), "reps": reps}
+        if self.timing == "burst":
+            end.synchronize()
+        return start, end
+
+    def read(self, handles) -> list:
+        self.torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in handles]
+
+
+def schedule(names, rounds: int, reps_per_round: int) -> list:
+    """The interleaved order of timed calls, ``[(round, name), ...]``: contenders take turns
+    (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round."""
+    return [(r, n) for r in range(rounds) for _ in range(reps_per_round) for n in names]
+
+
+def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5,
+                    warmup_ms: float = 25.0, clock=None) -> dict:
+    """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds.
+
+    Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
+    ``time(fn) -> handle`` and ``read([handle]) -> [ms]``.
+    """
+    clock = clock or CudaClock()
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    if warmup_ms > 0:  # keep going until the GPU has worked ~warmup_ms: sustained clocks
+        one_round = sum(clock.read([clock.time(fn) for fn in fns.values()]))
+        for _ in range(min(10_000, math.ceil(warmup_ms / max(one_round, 1e-3)))):
+            for fn in fns.values():
+                fn()
+    handles = {n: [[] for _ in range(rounds)] for n in fns}
+    for r, name in schedule(list(fns), rounds, reps_per_round):
+        handles[name][r].append(clock.time(fns[name]))
+    return {n: [clock.read(block) for block in blocks] for n, blocks in handles.items()}
+
+
+def _check_counts(warmup, reps, rounds=1):
+    if not (isinstance(warmup, int) and warmup >= 0 and isinstance(reps, int) and reps >= 1):
+        raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup!r}, reps={reps!r}")
+    if not (isinstance(rounds, int) and 1 <= rounds <= reps):
+        raise ValueError(f"need 1 <= rounds <= reps, got rounds={rounds!r}, reps={reps!r}")
+
+
+def _check_timing(timing):
+    if timing not in TIMINGS:
+        raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
+
+
+def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30, flush_l2: bool = True,
+            timing: str = "sustained", warmup_ms: float = 25.0) -> dict:
+    """Time ``fn()`` alone: ``{"median", "min", "max", "reps", "timing"}`` in milliseconds.
+
+    ``timing="sustained"`` (default) queues the ``reps`` repetitions back to back, as
+    ``triton.testing.do_bench``; ``"burst"`` idles the GPU around each (see the module doc).
+    With ``flush_l2`` a 256 MiB buffer is overwritten before each repetition.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    _check_counts(warmup, reps)
+    _check_timing(timing)
+    _require_gpu()
+    clock = CudaClock(flush_l2, timing)
+    times = run_interleaved({"fn": fn}, rounds=1, reps_per_round=reps, warmup=warmup,
+                            warmup_ms=warmup_ms, clock=clock)["fn"][0]
+    return {"median": statistics.median(times), "min": min(times), "max": max(times),
+            "reps": reps, "timing": timing}
 
 
 def throughput(amount: float, ms: float, metric: str) -> float:
@@ -80,11 +148,37 @@ def throughput(amount: float, ms: float, metric: str) -> float:
     return amount / (ms * 1e-3) / METRICS[metric]
 
 
+def summarize(samples: dict, *, reference: str, metric: str, amount: float) -> list:
+    """Rows from ``{name: [[ms, ...] per round]}`` (the output of ``run_interleaved``).
+
+    ``ms`` is the median of all repetitions, ``value`` the throughput at ``ms``, ``ms_rounds``
+    each round's median; ``ratio`` the median over rounds of (reference's round median / this
+    contender's), ``ratio_lo`` / ``ratio_hi`` the lowest and highest of those per-round ratios.
+    """
+    if reference not in samples:
+        raise ValueError(f"reference {reference!r} is not a contender; have {list(samples)}")
+    per_round = {n: [statistics.median(b) for b in blocks] for n, blocks in samples.items()}
+    ref = per_round[reference]
+    rows = []
+    for name, rounds in per_round.items():
+        if len(rounds) != len(ref) or not all(t > 0 for t in rounds):
+            raise ValueError(f"{name}: need positive times for each of the {len(ref)} rounds")
+        ratios = [r / t for r, t in zip(ref, rounds)]
+        ms = statistics.median([t for b in samples[name] for t in b])
+        rows.append({"name": name, "metric": metric, "ms": ms, "value": throughput(amount, ms, metric),
+                     "ratio": statistics.median(ratios), "ratio_lo": min(ratios), "ratio_hi": max(ratios),
+                     "rounds": len(rounds), "ms_rounds": rounds})
+    ref_value = next(r["value"] for r in rows if r["name"] == reference)
+    for row in rows:
+        row.update(reference=reference, reference_value=ref_value)
+    return rows
+
+
 def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: str, metric: str,
             amount: float, shape, dtype: str, check: Callable | None = None,
-            reset: Callable | None = None, warmup: int = 5, reps: int = 30,
-            flush_l2: bool = True) -> list[dict]:
-    """Benchmark every contender on the same inputs and return result rows.
+            reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,
+            flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0) -> list[dict]:
+    """Benchmark every contender on the same inputs, interleaved, and return result rows.
 
     ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
     ``reference`` names the contender the ratios are taken against. ``check(name, out, ref_out)``
@@ -92,6 +186,9 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     When contenders write into a shared output buffer, ``ref_out`` IS that buffer: compare
     with values computed from the inputs instead, and pass ``reset()`` (e.g. fill the output
     with NaN), which runs before each contender's checked call, so one that writes nothing fails.
+    ``reps`` timed calls per contender are split over ``rounds`` interleaved rounds (default
+    ``min(10, reps)``; see ``summarize`` for the row keys); ``timing`` is "sustained" (the
+    figure the course reports) or "burst" (say so where it is shown).
     """
     if not isinstance(contenders, dict) or not contenders:
         raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
@@ -99,6 +196,9 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
         raise ValueError(f"reference {reference!r} is not a contender; have {list(contenders)}")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    rounds = min(10, reps) if rounds is None and isinstance(reps, int) else rounds
+    _check_counts(warmup, reps, rounds)
+    _check_timing(timing)
     _require_gpu()
     inputs = make_inputs()
     if not isinstance(inputs, tuple):
@@ -109,16 +209,54 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
             if reset is not None:
                 reset()
             check(name, fn(*inputs), ref_out)
-    rows = {}
-    for name, fn in contenders.items():
-        t = time_ms(lambda: fn(*inputs), warmup=warmup, reps=reps, flush_l2=flush_l2)
-        rows[name] = {"name": name, "metric": metric, "ms": t["median"],
-                      "value": throughput(amount, t["median"], metric)}
-    ref_value = rows[reference]["value"]
-    for row in rows.values():
-        row.update(reference=reference, reference_value=ref_value, ratio=row["value"] / ref_value,
-                   shape=list(shape), dtype=str(dtype))
-    return list(rows.values())
+    fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
+    samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing))
+    rows = summarize(samples, reference=reference, metric=metric, amount=amount)
+    for row in rows:
+        row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
+    return rows
+
+
+def ratio_between(a: dict, b: dict) -> dict:
+    """``a``'s throughput over ``b``'s, round by round (both rows from one ``compare`` call):
+    ``{"ratio": median, "lo": min, "hi": max, "rounds": n}``."""
+    ra, rb = a.get("ms_rounds"), b.get("ms_rounds")
+    if not ra or not rb:
+        raise ValueError(f"rows {a.get('name')!r} and {b.get('name')!r} need per-round times "
+                         "('ms_rounds'), recorded by the interleaved utils.bench.compare")
+    if len(ra) != len(rb) or (a.get("shape"), a.get("dtype")) != (b.get("shape"), b.get("dtype")):
+        raise ValueError(f"rows {a['name']!r} and {b['name']!r} were not timed together "
+                         "(different shape, dtype or number of rounds)")
+    ratios = [tb / ta for ta, tb in zip(ra, rb)]
+    return {"ratio": statistics.median(ratios), "lo": min(ratios), "hi": max(ratios),
+            "rounds": len(ratios)}
+
+
+def verdict(row: dict, other: dict | None = None, at_least: float = 1.0) -> str:
+    """Is ``row`` at least ``at_least`` times as fast as ``other`` (default: its reference)?
+
+    "holds": even its worst round reaches ``at_least``; "fails": even its best round falls
+    short; "within spread": the rounds disagree (not a claim either way); "no spread recorded":
+    the row predates interleaved timing.
+    """
+    if not isinstance(at_least, (int, float)) or not at_least > 0:
+        raise ValueError(f"at_least must be a positive number, got {at_least!r}")
+    if other is not None:
+        if not (row.get("ms_rounds") and other.get("ms_rounds")):
+            return "no spread recorded"
+        s = ratio_between(row, other)
+        lo, hi = s["lo"], s["hi"]
+    elif row.get("ratio_lo") is None or row.get("ratio_hi") is None:
+        return "no spread recorded"
+    else:
+        lo, hi = row["ratio_lo"], row["ratio_hi"]
+    return "holds" if lo >= at_least else "fails" if hi < at_least else "within spread"
+
+
+def holds(row: dict, other: dict | None = None, at_least: float = 1.0) -> bool:
+    """True only if ``verdict(row, other, at_least) == "holds"`` (beyond the spread)."""
+    return verdict(row, other, at_least) == "holds"
 
 
 def sweep(configs: list, run: Callable[[object], list], desc: str = "sweep") -> list[dict]:

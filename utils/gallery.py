@@ -1,22 +1,35 @@
-"""The results gallery (``course/results_gallery.ipynb``): every recorded ``results/*.json``
-shown as a table and one bar chart per metric, labelled with the device and date it was
-recorded on, so a learner without a GPU sees what the course measured.
+"""The results gallery (``course/results_gallery.ipynb``): every recorded results file shown as
+a table and one bar chart per metric, each labelled with the device and date it was recorded
+on, so a learner without a GPU sees what the course measured. Where a notebook was recorded on
+several devices (e.g. an H100 and an H200), each chart shows them side by side, one panel per
+device.
 """
 from __future__ import annotations
 
+import pathlib
 import textwrap
 
 from . import plots, results
 
 
 def stems() -> list:
-    """The stems of every recorded results file (``results/<stem>.json``), sorted."""
-    return sorted(p.stem for p in results.results_dir().glob("*.json"))
+    """The stems of every recorded results file (``results/<device>/<stem>.json`` and the older
+    ``results/<stem>.json``), sorted."""
+    root = results.results_dir()
+    return sorted({p.stem for p in [*root.glob("*.json"), *root.glob("*/*.json")]})
+
+
+def timing_note(doc: dict) -> str:
+    """How the document's timed rows were timed: "" when all sustained, else a short warning."""
+    timed = [r for r in doc["rows"] if "ms" in r]
+    kinds = {r.get("timing", "burst, older harness") for r in timed}
+    return "" if kinds <= {"sustained"} else f" (timing: {', '.join(sorted(kinds))})"
 
 
 def label(doc: dict) -> str:
-    """``recorded on <device>, <date>`` for one results document."""
-    return f"recorded on {doc['device']}, {doc['date'][:10]}"
+    """``recorded on <device>, <date>`` for one results document (plus how it was timed, when
+    not all sustained)."""
+    return f"recorded on {doc['device']}, {doc['date'][:10]}{timing_note(doc)}"
 
 
 def source(stem: str) -> str:
@@ -34,37 +47,46 @@ def by_metric(rows: list) -> dict:
 
 
 def overview() -> str:
-    """One line per results file: stem, notebook, device, date, number of rows, metrics."""
+    """One line per results file and device: stem, notebook, rows, metrics, device, date."""
     if not stems():
         raise FileNotFoundError(f"no results/*.json in {results.results_dir()}")
     head = f"{'results file':<26}{'notebook':<44}{'rows':>5}  {'metrics':<22}recorded on"
     lines = [head, "-" * (len(head) + 20)]
     for stem in stems():
-        doc = results.load(stem)
-        metrics = ", ".join(by_metric(doc["rows"]))
-        lines.append(f"{stem:<26}{source(stem):<44}{len(doc['rows']):>5}  {metrics:<22}"
-                     f"{doc['device']}, {doc['date'][:10]}")
+        for doc in results.documents(stem):
+            metrics = ", ".join(by_metric(doc["rows"]))
+            lines.append(f"{stem:<26}{source(stem):<44}{len(doc['rows']):>5}  {metrics:<22}"
+                         f"{doc['device']}, {doc['date'][:10]}{timing_note(doc)}")
     return "\n".join(lines)
 
 
 def show_recorded(stem: str) -> list:
-    """Print the table of ``results/<stem>.json`` and draw one bar chart per metric in it.
+    """Print the table of every recording of ``stem`` (one per device) and draw one figure per
+    metric, one panel per device side by side, each titled with its device and date.
 
     Rows whose ratio is None (no reference) show their value only. Returns the figures.
     """
     if not isinstance(stem, str) or not stem or "/" in stem or stem.endswith(".json"):
         raise ValueError(f"stem must be a results file stem like '01_tma_concepts', got {stem!r}")
-    doc = results.load(stem)
-    where = label(doc)
-    print(plots.format_table(doc["rows"], label=f"results/{stem}.json, {where}"))
+    docs = results.documents(stem)
+    if not docs:
+        results.load(stem)  # raises FileNotFoundError, saying how results are made
+    for doc in docs:
+        where = pathlib.Path(doc["path"]).relative_to(results.results_dir()).as_posix()
+        print(plots.format_table(doc["rows"], label=f"results/{where}, {label(doc)}") + "\n")
     import matplotlib.pyplot as plt
+    metrics = list(dict.fromkeys(r["metric"] for doc in docs for r in doc["rows"]))
     figs = []
-    for metric, rows in by_metric(doc["rows"]).items():
+    for metric in metrics:
+        panels = [(doc, by_metric(doc["rows"]).get(metric, [])) for doc in docs]
+        panels = [(doc, rows) for doc, rows in panels if rows]
+        height = max(2.0, 0.9 + 0.4 * max(len(rows) for _, rows in panels))
         # at least 2 inches high: a one-row chart still fits its two-line title and axis label
-        _, ax = plt.subplots(figsize=(7, max(2.0, 0.9 + 0.4 * len(rows))))
-        fig = plots.show_bars(rows, f"{stem}: {metric}", label=where, ax=ax)
-        ticks = [textwrap.fill(t.get_text(), 48) for t in ax.get_yticklabels()]
-        ax.set_yticks(range(len(ticks)), ticks)  # long contender names wrap instead of squeezing
+        fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), height), squeeze=False)
+        for ax, (doc, rows) in zip(axes[0], panels):
+            plots.show_bars(rows, f"{stem}: {metric}", label=label(doc), ax=ax)
+            ticks = [textwrap.fill(t.get_text(), 48) for t in ax.get_yticklabels()]
+            ax.set_yticks(range(len(ticks)), ticks)  # long names wrap instead of squeezing
         fig.tight_layout()
         figs.append(fig)
     return figs
