@@ -127,3 +127,38 @@ def test_pipelined_copy_is_exact():
     dst.fill(cp.nan)
     runtime.copy_tiles(src, dst, box_shape=(64, 64))
     assert bool((dst == src).all())
+
+
+def _strided_pair(base_len, shape, strides):
+    """The same strided view of one random buffer on the host and on the device."""
+    base = (np.random.standard_normal(base_len) * 100).astype(np.float16)
+    host = np.lib.stride_tricks.as_strided(base, shape, strides)
+    dev = cp.lib.stride_tricks.as_strided(cp.asarray(base), shape, strides)
+    return host, dev
+
+
+@pytest.mark.parametrize("base_len, shape, strides, box, coords", [
+    (64, (8, 64), (0, 2), (8, 64), (3, 0)),                            # broadcast rows
+    (1024, (8, 64), (32, 2), (8, 64), (5, 32)),                        # overlapping rows
+    (4096, (4, 8, 64), (256, 128, 2), (2, 8, 64), (2, 4, 0)),          # overlapping planes
+    (2048, (8, 4, 64), (128, 1024, 2), (8, 4, 64), (3, 1, 0)),         # permuted outer axes
+])
+def test_loads_follow_broadcast_overlapping_and_permuted_strides(base_len, shape, strides, box, coords):
+    host, dev = _strided_pair(base_len, shape, strides)
+    want = tma.smem_bytes(host, box, coords)
+    assert np.array_equal(runtime.load_dump(dev, box, coords)[:want.size], want)
+
+
+def test_store_into_overlapping_rows_is_refused_before_launch():
+    _, dev = _strided_pair(1024, (8, 64), (32, 2))
+    with pytest.raises(ValueError, match="every element at its own address"):
+        runtime.store_box(dev, np.ones((8, 64), np.float16), (0, 0))
+
+
+def test_store_into_permuted_axes_matches_model():
+    host = np.random.standard_normal((4, 8, 64)).astype(np.float32)
+    tile = np.random.standard_normal((4, 2, 32)).astype(np.float32)
+    dev = cp.asarray(host).transpose(1, 0, 2)
+    runtime.store_box(dev, tile, (2, 1, 32))
+    want, _ = tma.tma_store(host.transpose(1, 0, 2), tile, (2, 1, 32))
+    assert np.array_equal(dev.get(), want)

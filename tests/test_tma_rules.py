@@ -16,6 +16,12 @@ from utils.tma import runtime
 
 F16 = np.zeros((200, 136), np.float16)              # 272-B rows
 A = np.arange(40 * 52, dtype=np.float32).reshape(40, 52)
+# Strides the driver accepts and TMA loads follow (measured: .gpu_jobs/h5/stride_probe.py), but a store
+# into them would write some addresses twice.
+BROADCAST = np.broadcast_to(np.arange(64, dtype=np.float16), (8, 64))              # strides (0, 2)
+OVERLAP = as_strided(np.arange(1024, dtype=np.float16), (8, 64), (32, 2))          # rows 32 B apart
+OVERLAP_3D = as_strided(np.arange(4096, dtype=np.float16), (4, 8, 64), (256, 128, 2))
+PERMUTED = np.arange(4 * 8 * 64, dtype=np.float16).reshape(4, 8, 64).transpose(1, 0, 2)  # (128, 1024, 2)
 
 
 def misaligned(offset=8):
@@ -75,13 +81,14 @@ BAD = [  # (name, case, doors, exception, regex the text must match)
     ("row stride 280 B", Case(np.zeros((10, 70), np.float32), (8, 8)), TENSOR, ValueError,
      r"global stride 280 B \(dim 1 = array axis 0\) is not a multiple of 16 B"),
     ("negative stride", Case(F16[::-1], (8, 8)), TENSOR, ValueError, r"global stride -272 B .* is negative"),
-    ("broadcast rows (stride 0)", Case(np.broadcast_to(np.zeros(64, np.float16), (8, 64)), (8, 64)), TENSOR,
-     ValueError, r"global stride 0 B \(dim 1 = array axis 0\) is smaller than the 128 B that dim 0 spans "
-     r"\(64 x 2 B\): a stride of 0 repeats \(broadcasts\)"),
-    ("overlapping rows", Case(as_strided(np.zeros(1024, np.float16), (8, 64), (32, 2)), (8, 64)), TENSOR,
-     ValueError, r"global stride 32 B .* smaller than the 128 B .* consecutive rows would overlap"),
-    ("overlapping planes", Case(as_strided(np.zeros(4096, np.float16), (4, 8, 64), (256, 128, 2)), (2, 8, 64)),
-     TENSOR, ValueError, r"global stride 256 B \(dim 2 = array axis 0\) is smaller than the 1024 B that dim 1 spans"),
+    ("store into broadcast rows (stride 0)", Case(BROADCAST, (8, 64), store=True), STORES + ("check_coords",),
+     ValueError, r"a TMA store needs every element at its own address, but global stride 0 B \(dim 1 = array "
+     r"axis 0\) does not step past the 2 B of one element: stride 0 sends every index along it to the same"),
+    ("store into overlapping rows", Case(OVERLAP, (8, 64), store=True), STORES + ("check_coords",), ValueError,
+     r"global stride 32 B \(dim 1 = array axis 0\) does not step past the 128 B the axes with smaller strides "
+     r"cover: elements would overlap"),
+    ("store into overlapping planes", Case(OVERLAP_3D, (2, 8, 64), store=True), STORES + ("check_coords",),
+     ValueError, r"global stride 256 B \(dim 2 = array axis 0\) does not step past the 1024 B"),
     ("rank 6", Case(np.zeros((2,) * 5 + (8,), np.float32), (2,) * 5 + (8,)), TENSOR, ValueError,
      r"rank 6 is outside 1\.\.5"),
     ("empty dimension", Case(np.zeros((0, 16), np.float32), (1, 4)), TENSOR, ValueError,
@@ -140,6 +147,7 @@ GOOD = [  # (name, case): accepted by every door
     ("float64, 128-B swizzle", Case(np.zeros((40, 32), np.float64), (8, 16), swizzle="128B", coords=(4, 16))),
     ("element strides", Case(A, (7, 8), es=(3, 1), coords=(1, 4))),
     ("NaN fill", Case(A, (8, 16), fill="nan", coords=(32, 48))),
+    ("permuted outer axes (no overlap)", Case(PERMUTED, (8, 4, 64), coords=(3, 1, 0))),
     ("largest legal box and coordinate", Case(np.zeros((300, 256), np.uint8), (256, 256),
                                               coords=(2**31 - 1, 2**31 - 16))),
 ]
@@ -168,25 +176,42 @@ def test_negative_coordinates_are_legal_for_loads_only():
             DOORS[door](case)
 
 
+@pytest.mark.parametrize("array, box, coords", [(BROADCAST, (8, 64), (3, 0)), (OVERLAP, (8, 64), (5, 32)),
+                                                 (OVERLAP_3D, (2, 8, 64), (2, 4, 0))])
+def test_loads_follow_any_strides_the_driver_accepts(array, box, coords):
+    """Measured on H100 (stride_probe.py): these encode and load base + sum(coord x stride)."""
+    runtime.check_coords(make_spec(array, box), coords)
+    tile = tma_load(array, box, coords)
+    inside = tuple(slice(c, min(c + b, n)) for c, b, n in zip(coords, box, array.shape))
+    assert np.array_equal(tile[tuple(slice(0, s.stop - s.start) for s in inside)], array[inside])
+    assert smem_bytes(array, box, coords).tobytes() == tile.tobytes()
+
+
+def test_store_into_permuted_axes_lands_where_numpy_says():
+    tile = np.full((4, 2, 64), 7, np.float16)
+    out, n = tma_store(PERMUTED, tile, (2, 1, 0))
+    want = PERMUTED.copy()
+    want[2:6, 1:3, :] = 7
+    assert n == tile.size and np.array_equal(out, want)
+
+
+def test_distinct_elements():
+    rules.distinct_elements((64, 8, 4), (128, 1024), 2)           # dense
+    rules.distinct_elements((64, 8, 4), (144, 1152), 2)           # padded
+    rules.distinct_elements((64, 4, 8), (1024, 128), 2)           # permuted outer axes
+    rules.distinct_elements((64, 1), (0,), 2)                     # stride 0 on a length-1 axis
+    with pytest.raises(ValueError, match="elements would overlap"):
+        rules.distinct_elements((64, 8), (112,), 2)
+    with pytest.raises(ValueError, match="stride 0 sends every index"):
+        rules.distinct_elements((64, 8), (0,), 2)
+
+
 def test_length_1_axis_gets_a_legal_stride():
-    x = np.zeros((4, 16), np.float32)[None]              # NumPy: stride 0 on the new axis
-    assert x.strides == (0, 64, 4)
-    spec = make_spec(x, (1, 4, 16))
-    assert spec.global_strides_bytes == (64, 256)       # TMA never steps along it: any legal value
-    assert rules.legal_strides((1, 4, 16), (0, 64, 4), 4) == (256, 64, 4)
+    assert rules.legal_strides((1, 70), (280, 4), 4) == (288, 4)  # 280 B is never used: any legal value
+    assert make_spec(np.zeros((1, 70), np.float32), (1, 64)).global_strides_bytes == (288,)
     assert rules.legal_strides((3, 1, 8), (64, 7, 2), 2) == (64, 16, 2)
-    assert rules.legal_strides((2, 8), (48, 2), 2) == (48, 2)   # length > 1: kept (and refused later)
-
-
-def test_strides_nested_is_the_documented_driver_rule():
-    """cuTensorMapEncodeTiled: globalStrides[0] = globalDim[0]*elemsize + padding[0],
-    globalStrides[i] = globalStrides[i-1]*(globalDim[i] + padding[i]), padding >= 0."""
-    rules.strides_nested((64, 8, 4), (128, 1024), 2)            # dense: exactly the extents
-    rules.strides_nested((64, 8, 4), (144, 1152), 2)            # padded
-    with pytest.raises(ValueError, match="rows would overlap"):
-        rules.strides_nested((64, 8), (112,), 2)
-    with pytest.raises(ValueError, match=r"dim 2 = array axis 0\) is smaller than the 1024 B"):
-        rules.strides_nested((64, 8, 4), (128, 1008), 2)
+    assert rules.legal_strides((1, 4, 16), (0, 64, 4), 4) == (0, 64, 4)   # stride 0 is legal (x[None])
+    assert rules.legal_strides((2, 70), (280, 4), 4) == (280, 4)   # length > 1: kept (and refused later)
 
 
 def test_model_reads_numpy_arrays_only():

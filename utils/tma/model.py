@@ -6,8 +6,10 @@ Conventions (one for the whole course):
   * The model checks the same rules as the validator (``make_spec``) and the runtime
     (``runtime.check_coords``), with the same messages: they all call :mod:`.rules`. So the
     global array must be one TMA could describe (NumPy array, TMA dtype, innermost axis
-    contiguous, 16-B aligned, strides multiples of 16 B that do not overlap), and every box
-    coordinate fits in int32 with the innermost one at a 16-byte boundary.
+    contiguous, 16-B aligned, strides multiples of 16 B), and every box coordinate fits in
+    int32 with the innermost one at a 16-byte boundary. Loads follow the array's strides, even
+    broadcast (stride 0) or overlapping ones, as the hardware does; a store target must give
+    every element its own address.
   * A LOAD may start below 0 or run past the end: those elements are out of bounds (OOB)
     and are filled (zero, or NaN for ``oob_fill="nan"``). A STORE or reduce-add must start
     at coordinates >= 0 (measured on H200: a store box starting below 0 stops the kernel with
@@ -30,19 +32,19 @@ from .descriptor import TensorMapSpec, array_info
 from .swizzle import row_pitch, smem_offsets, swizzle_span
 
 
-def _global(global_array) -> np.ndarray:
-    """The global tensor: a NumPy array that passes every tensor rule (same text as make_spec)."""
+def _global(global_array) -> tuple:
+    """The global tensor: a NumPy array that passes every tensor rule (same text as make_spec).
+    Returns ``(array, dims, strides)``, the last two in driver order."""
     if not isinstance(global_array, np.ndarray):
         raise TypeError(f"the TMA model reads a NumPy array (host memory standing for the global tensor), "
                         f"got {type(global_array).__name__}")
     info = array_info(global_array)
-    rules.tensor(info.shape, info.strides_bytes, info.dtype, info.address)
-    return global_array
+    return (global_array,) + rules.tensor(info.shape, info.strides_bytes, info.dtype, info.address)
 
 
 def _box_args(global_array, box, element_strides, oob_fill, swizzle="none"):
     """Check the tensor and the box; return (array, box, element_strides, oob_fill) in array order."""
-    a = _global(global_array)
+    a = _global(global_array)[0]
     if isinstance(box, TensorMapSpec):
         if element_strides is not None or oob_fill is not None:
             raise ValueError("give either a TensorMapSpec or element_strides/oob_fill, not both")
@@ -127,10 +129,13 @@ def smem_bytes(global_array, box, coords, *, element_strides=None, oob_fill=None
 
 
 def _store(global_array, tile, coords, combine):
-    """Check in make_spec's order (tensor, box = tile shape, dtype, store coordinates); combine."""
-    a, tile = _global(global_array), np.asarray(tile)
+    """Check in store_box's order (tensor, box = tile shape, dtype, distinct elements, store
+    coordinates); then combine."""
+    a, dims, strides = _global(global_array)
+    tile = np.asarray(tile)
     rules.box(tile.shape, a.itemsize, rank_=a.ndim)
     rules.same_dtype(tile.dtype.name, a.dtype.name)
+    rules.distinct_elements(dims, strides, a.itemsize)
     coords = rules.coords(coords, a.ndim, a.itemsize, store=True)
     index, mask = _positions(a.shape, tile.shape, coords, (1,) * a.ndim)
     out = a.copy()

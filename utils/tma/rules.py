@@ -1,16 +1,24 @@
 """Every TMA rule the course checks, in one place.
 
 The validator (:func:`~utils.tma.descriptor.make_spec`), the NumPy model (``tma_load``,
-``tma_store``, ``smem_bytes``...) and the runtime check (``runtime.check_coords``) all call
-these functions, so a learner gets the same error, naming the rule and the offending value,
-whichever door they come in by. Each rule raises ``ValueError`` (``TypeError`` for a value of
-the wrong kind) and returns nothing or the cleaned value.
+``tma_store``, ``smem_bytes``...) and the runtime check (``runtime.check_coords``, used by every
+launcher) all call these functions, so a learner gets the same error, naming the rule and the
+offending value, whichever door they come in by. Each rule raises ``ValueError`` (``TypeError``
+for a value of the wrong kind) and returns nothing or the cleaned value.
 
-Sources: the ``cuTensorMapEncodeTiled`` requirements (CUDA Driver API, "Tensor Map Object
-Management"), and two coordinate rules measured on an H200 (a tile copy whose innermost
-coordinate is not at a 16-byte boundary, or a store box starting below 0, stops the kernel
-with "illegal instruction"). Dimensions are named both ways: "dim d = array axis a" (the
-driver counts innermost first, arrays outermost first).
+Sources:
+  * the ``cuTensorMapEncodeTiled`` requirements (CUDA Driver API, "Tensor Map Object
+    Management"): rank, dtype, 16-B aligned address, dims, strides (multiples of 16 B, below
+    2**40), box, element strides, swizzle span, NaN fill;
+  * measured on an H200: a tile copy whose innermost coordinate is not at a 16-byte boundary,
+    or a store box starting below 0, stops the kernel with "illegal instruction";
+  * measured on H100 and H200 (driver 580.159, cuda-bindings 13.3.1; the probe script is
+    ``.gpu_jobs/h5/stride_probe.py``, its tests are in ``tests/test_tma_hardware.py``): the
+    driver accepts stride 0 and overlapping or permuted strides, and loads read
+    base + sum(coord x stride), so only stores refuse such tensors (:func:`distinct_elements`);
+    strides of 8, 24 and 280 B, not multiples of 16, return CUDA_ERROR_INVALID_VALUE.
+Dimensions are named both ways, "dim d = array axis a": the driver counts innermost first,
+arrays outermost first.
 """
 from __future__ import annotations
 
@@ -97,36 +105,43 @@ def global_stride(stride: int, rank_: int, dim: int) -> None:
     require(stride < 2**40, f"global stride {at} is not below 2**40 B")
 
 
-def strides_nested(dims, strides, elem_size: int) -> None:
-    """Driver order: each stride covers the whole previous dimension (no overlap, no broadcast).
-
-    The driver docs define ``globalStrides[0] = globalDim[0] * elementSize + padding[0]`` and
-    ``globalStrides[i] = globalStrides[i-1] * (globalDim[i] + padding[i])``, padding >= 0: the
-    step to the next row is at least the bytes one row spans. A stride of 0 (a broadcast array)
-    or a smaller one (rows that overlap, e.g. a sliding-window view) breaks that.
-    """
-    rank_, prev_stride = len(dims), elem_size
-    for d, st in enumerate(strides, start=1):
-        spans = prev_stride * dims[d - 1]
-        why = "a stride of 0 repeats (broadcasts) the data" if st == 0 else "consecutive rows would overlap"
-        require(st >= spans, f"global stride {st} B ({where(rank_, d)}) is smaller than the {spans} B "
-                f"that dim {d - 1} spans ({dims[d - 1]} x {prev_stride} B): {why}; the driver docs "
-                "require each stride to cover the previous dimension (stride = extent + padding >= 0); "
-                "pass a contiguous copy (np.ascontiguousarray, .contiguous())")
-        prev_stride = st
-
-
 def legal_strides(shape, strides_bytes, elem_size: int) -> tuple:
     """Array order. An axis of length 1 is never stepped along, so its stride does not matter;
-    where it would break a stride rule (NumPy gives a new axis stride 0) use the smallest legal one."""
+    where it would break a stride rule (e.g. 280 B in a (1, 70) float32 array) use the contiguous
+    value, rounded up to 16 B, instead."""
     out, spans = list(strides_bytes), elem_size
     for axis in range(len(shape) - 1, -1, -1):
         st, last = out[axis], axis == len(shape) - 1
-        ok = st == elem_size if last else (st >= spans and st % 16 == 0 and st < 2**40)
+        ok = st == elem_size if last else (st >= 0 and st % 16 == 0 and st < 2**40)
         if shape[axis] == 1 and not ok:
             out[axis] = st = elem_size if last else -(-spans // 16) * 16
         spans = st * shape[axis]
     return tuple(out)
+
+
+def distinct_elements(dims, strides, elem_size: int) -> None:
+    """Driver order. A STORE target must give every element its own address.
+
+    The driver docs write the strides as nested (``globalStrides[i] = globalStrides[i-1] *
+    (globalDim[i] + padding[i])``), but the driver does not enforce it, and TMA loads follow
+    plain address arithmetic, base + sum(coord x stride): measured on H100 and H200 (driver
+    580.159), broadcast (stride 0), overlapping rows and permuted outer axes all encode and load
+    exactly that. So loads accept them. A store into such a tensor would write some addresses
+    more than once, in an order nobody documents (and the model's reduce-add would count each
+    address once), so stores refuse it. Checked by sorting the axes of length > 1 by stride: each
+    must step past all the bytes the smaller-stride axes cover. (That test is sufficient, not
+    necessary: a rare interleaving of disjoint elements is refused too.)
+    """
+    rank_ = len(dims)
+    axes = sorted((st, n, d) for d, (n, st) in enumerate(zip(dims, (elem_size,) + tuple(strides))) if n > 1)
+    covered = elem_size
+    for st, n, d in axes:
+        why = "stride 0 sends every index along it to the same address" if st == 0 else "elements would overlap"
+        what = "of one element" if covered == elem_size else "the axes with smaller strides cover"
+        require(st >= covered, f"a TMA store needs every element at its own address, but global stride {st} B "
+                f"({where(rank_, d)}) does not step past the {covered} B {what}: {why} "
+                "(loads of such a tensor are fine; store into a contiguous tensor)")
+        covered += st * (n - 1)
 
 
 def tensor(shape, strides_bytes, dtype_name, address) -> tuple:
@@ -153,7 +168,6 @@ def tensor_driver(dims, strides, elem_size: int, address: int) -> None:
         global_dim(n, r, d)
     for d, st in enumerate(strides, start=1):
         global_stride(st, r, d)
-    strides_nested(dims, strides, elem_size)
     global_address(address)
 
 

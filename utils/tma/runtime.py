@@ -49,11 +49,13 @@ def kernel(name: str, smem_bytes: int = 0):
 def check_coords(spec, coords, *, store: bool = False) -> tuple:
     """Validate box coordinates (array order) for ``spec``; return them in driver order.
 
-    The rules are :func:`.rules.coords`, the same the NumPy model applies: int32 each, the
-    innermost at a 16-byte boundary and, for a ``store``, none below 0. The last two were
-    measured on H200: breaking them stops the kernel with "illegal instruction", which poisons
-    the whole CUDA context, so they are refused here with a message instead.
+    The rules are :mod:`.rules`, the same the NumPy model applies: int32 each, the innermost at
+    a 16-byte boundary and, for a ``store``, none below 0 and a target tensor whose elements do
+    not overlap. The coordinate rules were measured on H200: breaking them stops the kernel with
+    "illegal instruction", which poisons the whole CUDA context, so they are refused here first.
     """
+    if store:
+        rules.distinct_elements(spec.global_dims, spec.global_strides_bytes, spec.elem_size)
     return rules.coords(coords, spec.rank, spec.elem_size, store=store)[::-1]
 
 
@@ -145,6 +147,7 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     if not 1 <= stages <= 8:
         raise ValueError(f"stages must be in 1..8, got {stages}")
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
+    rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
     by, bx = box_shape
     tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
     smem = stages * s_src.box_bytes + ALIGN_SLACK
@@ -164,6 +167,7 @@ def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs)
     if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
         raise ValueError("src and dst must be 2-D with equal shape and dtype")
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
+    rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
     by, bx = box_shape
     tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
     status = _status()
