@@ -11,13 +11,14 @@ Rules it enforces (see COURSE_DESIGN.md):
   the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
   cold-start figure that hides host launch overhead; use it only where that is the lesson,
   and say so.)
-* contenders are timed **interleaved**: in round 1 each contender runs ``reps/rounds`` times
-  (A, B, C), then round 2 (A, B, C), ..., so clock or thermal drift hits all of them alike;
+* contenders are timed **interleaved**: they take turns (A, B, C, A, B, C, ...), and every
+  ``reps/rounds`` turns make one round, so clock or thermal drift hits all of them alike;
 * each row's ``ratio`` to the reference is the median of the per-round ratios, reported with
   their spread (``ratio_lo``, ``ratio_hi``: the lowest and highest round). A claim such as
-  "A >= cuBLAS" holds only if it holds beyond that spread: ``verdict`` / ``holds``.
+  "A >= cuBLAS" holds only if it holds beyond that spread: ``verdict`` / ``holds``
+  (``utils.spread``, importable from here too).
 
-Rows are plain dicts in the ``results/*.json`` format (see ``utils.results``), so they can be
+Rows are plain dicts in the results file format (see ``utils.results``), so they can be
 recorded as they are.
 """
 from __future__ import annotations
@@ -25,6 +26,8 @@ from __future__ import annotations
 import math
 import statistics
 from typing import Callable
+
+from .spread import holds, ratio_between, verdict  # noqa: F401  (claims beyond the spread)
 
 METRICS = {"GB/s": 1e9, "TFLOP/s": 1e12}
 TIMINGS = ("sustained", "burst")
@@ -216,47 +219,6 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     for row in rows:
         row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
     return rows
-
-
-def ratio_between(a: dict, b: dict) -> dict:
-    """``a``'s throughput over ``b``'s, round by round (both rows from one ``compare`` call):
-    ``{"ratio": median, "lo": min, "hi": max, "rounds": n}``."""
-    ra, rb = a.get("ms_rounds"), b.get("ms_rounds")
-    if not ra or not rb:
-        raise ValueError(f"rows {a.get('name')!r} and {b.get('name')!r} need per-round times "
-                         "('ms_rounds'), recorded by the interleaved utils.bench.compare")
-    if len(ra) != len(rb) or (a.get("shape"), a.get("dtype")) != (b.get("shape"), b.get("dtype")):
-        raise ValueError(f"rows {a['name']!r} and {b['name']!r} were not timed together "
-                         "(different shape, dtype or number of rounds)")
-    ratios = [tb / ta for ta, tb in zip(ra, rb)]
-    return {"ratio": statistics.median(ratios), "lo": min(ratios), "hi": max(ratios),
-            "rounds": len(ratios)}
-
-
-def verdict(row: dict, other: dict | None = None, at_least: float = 1.0) -> str:
-    """Is ``row`` at least ``at_least`` times as fast as ``other`` (default: its reference)?
-
-    "holds": even its worst round reaches ``at_least``; "fails": even its best round falls
-    short; "within spread": the rounds disagree (not a claim either way); "no spread recorded":
-    the row predates interleaved timing.
-    """
-    if not isinstance(at_least, (int, float)) or not at_least > 0:
-        raise ValueError(f"at_least must be a positive number, got {at_least!r}")
-    if other is not None:
-        if not (row.get("ms_rounds") and other.get("ms_rounds")):
-            return "no spread recorded"
-        s = ratio_between(row, other)
-        lo, hi = s["lo"], s["hi"]
-    elif row.get("ratio_lo") is None or row.get("ratio_hi") is None:
-        return "no spread recorded"
-    else:
-        lo, hi = row["ratio_lo"], row["ratio_hi"]
-    return "holds" if lo >= at_least else "fails" if hi < at_least else "within spread"
-
-
-def holds(row: dict, other: dict | None = None, at_least: float = 1.0) -> bool:
-    """True only if ``verdict(row, other, at_least) == "holds"`` (beyond the spread)."""
-    return verdict(row, other, at_least) == "holds"
 
 
 def sweep(configs: list, run: Callable[[object], list], desc: str = "sweep") -> list[dict]:
