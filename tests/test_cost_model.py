@@ -1,4 +1,5 @@
 """The day-5 cost model: reference values, and checks that reject planted wrong answers."""
+import numpy as np
 import pytest
 
 from utils import cost_model as cm
@@ -48,3 +49,40 @@ def test_warp_instruction_check(capsys):
         cm.check_warp_instructions(lambda r, c, e, v=16: r * c * e // (32 * v))
     with pytest.raises(CheckFailed, match="32 threads share one"):
         cm.check_warp_instructions(lambda r, c, e, v=16: 2 * r * c * e // v)
+
+
+@pytest.mark.parametrize("right", [lambda l, b: l * b, lambda l, b: l * 1e-9 * b * 1e9,
+                                   lambda l, b: np.float32(l) * np.float32(b), lambda l, b: np.float64(l * b)])
+def test_bytes_in_flight_accepts(right, capsys):
+    cm.check_bytes_in_flight(right)
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda l, b: l * b * 1e9, "off by 1e9"), (lambda l, b: l * b * 1e-9, "off by 1e9"),
+    (lambda l, b: l / b, "latency \\(s\\) x bandwidth"), (lambda l, b: True, "expected a number"),
+    (lambda l, b: None, "expected a number")])
+def test_bytes_in_flight_rejects(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        cm.check_bytes_in_flight(wrong)
+
+
+@pytest.mark.parametrize("right", [lambda r, c, e, v=16: 2 * r * c * e // (32 * v),
+                                   lambda r, c, e, v=16: int(2 * r * c * e / (32 * v)),
+                                   lambda r, c, e, v=16: np.int64(r * c * e // (32 * v) * 2)])
+def test_warp_instructions_accepts(right, capsys):
+    cm.check_warp_instructions(right)
+    assert "correct" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("wrong, hint", [
+    (lambda r, c, e, v=16: r * c * e // (32 * v), "loads AND stores"),
+    (lambda r, c, e, v=16: 2 * r * c * e // v, "32 threads share one"),
+    (lambda r, c, e, v=16: 2 * r * c * e // (32 * 16), "use vector_bytes"),
+    (lambda r, c, e, v=16: 2 * r * c // (32 * v), "multiply by elem_bytes"),
+    (lambda r, c, e, v=16: 2 * r * c * e // (32 * v) + 1, "times 2 directions"),
+    (lambda r, c, e, v=16: 2 * r * c * e / (32 * v), "float .*expected an int"),
+    (lambda r, c, e, v=16: True, "bool")])
+def test_warp_instructions_rejects(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        cm.check_warp_instructions(wrong)

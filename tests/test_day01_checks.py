@@ -23,8 +23,17 @@ def stub(*args):
     (dc.check_sectors_per_warp, dc.sectors_per_warp_ref),
     (dc.check_bank_of, dc.bank_of_ref),
     (dc.check_conflict_free_pad, dc.conflict_free_pad_ref),
+    (dc.check_gemm_intensity, lambda M, N, K, e: np.float32(2 * M * N * K) / np.float32(e * (M * K + K * N + M * N))),
+    (dc.check_attainable_tflops, lambda i, p, b: np.minimum(p, i * b * 1e9 / 1e12)),
+    (dc.check_sectors_per_warp, lambda a, n: np.unique(np.concatenate([np.asarray(a) // 32,
+                                                                       (np.asarray(a) + n - 1) // 32])).size),
+    (dc.check_sectors_per_warp, lambda a, n: np.int64(dc.sectors_per_warp_ref(a, n))),
+    (dc.check_bank_of, lambda a: (a >> 2) & 31),
+    (dc.check_bank_of, lambda a: np.int64(a % 128 // 4)),
+    (dc.check_conflict_free_pad, lambda c: np.int32(1 - c % 2)),
 ])
 def test_reference_passes_and_stub_is_not_attempted(check, ref, capsys):
+    """The references, and other right forms a learner may write (NumPy scalars, other idioms)."""
     check(ref)
     assert "correct" in capsys.readouterr().out
     check(stub)
@@ -37,6 +46,7 @@ def test_reference_passes_and_stub_is_not_attempted(check, ref, capsys):
     (lambda M, N, K, e: 2 * M * N * K / (e * (M * K + K * N)), "C \\(M x N\\) crosses DRAM"),
     (lambda M, N, K, e: M + N + K, "intensity = 2"),
     (lambda M, N, K, e: "a lot", "expected a number"),
+    (lambda M, N, K, e: True, "expected a number"),
 ])
 def test_gemm_intensity_rejects(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -60,6 +70,7 @@ def test_attainable_rejects(wrong, hint):
     (lambda a, n: len(set((np.asarray(a) // 32).tolist())), "may cross into the next sector"),
     (lambda a, n: 4, "distinct values"),
     (lambda a, n: 4.0, "expected an int"),
+    (lambda a, n: True, "bool"),
 ])
 def test_sectors_rejects(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -70,6 +81,10 @@ def test_sectors_rejects(wrong, hint):
     (lambda a: a % 32, "divide the byte address by 4"),
     (lambda a: a // 4, "modulo 32"),
     (lambda a: (a // 8) % 32, "bank = "),
+    (lambda a: (a // 4) % 16, "not 16"),
+    (lambda a: a // 32 % 32, "one 4-byte word of each 128-byte row"),
+    (lambda a: float((a // 4) % 32), "float .*expected an int"),
+    (lambda a: (a // 4) % 32 == 1, "bool"),
 ])
 def test_bank_of_rejects(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
@@ -82,6 +97,7 @@ def test_bank_of_rejects(wrong, hint):
     (lambda c: 3 if c % 2 == 0 else 2, "wastes shared memory"),
     (lambda c: -1, "expected an int >= 0"),
     (lambda c: "1", "expected an int"),
+    (lambda c: float(c % 2 == 0), "float"),
 ])
 def test_pad_rejects(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):

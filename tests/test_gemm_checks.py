@@ -1,5 +1,7 @@
 """Notebook 03's exercise checks: the kernel exercise runs learners' kernels under the
 interpreter; the tile-order and block-rule checks reject planted mistakes with hints."""
+import math
+
 import pytest
 
 import utils
@@ -91,25 +93,74 @@ def test_tile_order(capsys):
     (lambda p, pm, pn, g: (p // pn, p % pn), "row-major"),
     (lambda p, pm, pn, g: gemm.tile_order_ref(p, pm, pn, g)[::-1], "swapped"),
     (lambda p, pm, pn, g: ((p // (g * pn)) * g + (p % (g * pn)) % g, (p % (g * pn)) // g), "fewer than"),
+    (lambda p, pm, pn, g: ((p // (g * pn)) * g + (p % (g * pn)) // pn, (p % (g * pn)) % pn), "row-major"),
+    (lambda p, pm, pn, g: (gemm.tile_order_ref(p, pm, pn, g)[0], 0), "per_group = group_m"),
+    (lambda p, pm, pn, g: tuple(float(v) for v in gemm.tile_order_ref(p, pm, pn, g)), "pair .* of ints"),
+    (lambda p, pm, pn, g: (True, False), "pair .* of ints"),
     (lambda p, pm, pn, g: "0, 0", "pair")])
 def test_tile_order_rejects(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         gemm_checks.check_tile_order(wrong)
 
 
-def test_block_rules(capsys):
-    gemm_checks.check_block_rules(lambda b, s: not gemm.block_violations(b, s))
+def test_tile_order_accepts_numpy_ints_and_lists(capsys):
+    import numpy as np
+    gemm_checks.check_tile_order(lambda *a: [np.int64(v) for v in gemm.tile_order_ref(*a)])
     assert "correct" in capsys.readouterr().out
+
+
+def triton_accepts(block, size):
+    """Triton's own rules: its block-shape validation and the descriptor's 16-byte rule."""
+    from triton._utils import validate_block_shape
+    try:
+        validate_block_shape(list(block))
+    except ValueError:
+        return False
+    return block[-1] * size >= 16
+
+
+def test_block_cases_agree_with_triton():
+    for block, size in gemm_checks.BLOCK_CASES:
+        assert (not gemm.block_violations(block, size)) == triton_accepts(block, size), block
+    legal = [(b, s) for b, s in gemm_checks.BLOCK_CASES if not gemm.block_violations(b, s)]
+    assert any(math.prod(b) == 2**20 for b, _ in legal) and any(max(b) > 256 for b, _ in legal)
+
+
+def _numpy_rule(b, s):
+    import numpy as np
+    a = np.array(b)
+    return np.all(a & (a - 1) == 0) & (a[-1] * s >= 16) & (np.prod(a) <= 2**20)
+
+
+@pytest.mark.parametrize("right", [
+    lambda b, s: not gemm.block_violations(b, s),
+    triton_accepts,
+    _numpy_rule,                                                # returns np.bool_
+    lambda b, s: all(x > 0 and (x & (x - 1)) == 0 for x in b) and b[-1] * s >= 16 and math.prod(b) <= 1 << 20,
+    lambda b, s: all(math.log2(x).is_integer() for x in b) and b[-1] * s >= 16 and math.prod(b) <= 1048576,
+])
+def test_block_rules_accepts(right, capsys):
+    gemm_checks.check_block_rules(right)
+    assert "correct" in capsys.readouterr().out
+
+
+def test_block_rules_stub(capsys):
     gemm_checks.check_block_rules(stub)
     assert "not attempted" in capsys.readouterr().out
 
 
 @pytest.mark.parametrize("wrong,hint", [
-    (lambda b, s: b[-1] * s >= 16, "power of 2"),
-    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] >= 16, "BYTES"),
-    (lambda b, s: all(x & (x - 1) == 0 and x * s >= 16 for x in b), "only the LAST"),
-    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] * s >= 16, "2\\*\\*20"),
-    (lambda b, s: 1, "True or False")])
+    (lambda b, s: b[-1] * s >= 16 and math.prod(b) <= 2**20, "power of 2"),
+    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] >= 16 and math.prod(b) <= 2**20, "BYTES"),
+    (lambda b, s: all(x & (x - 1) == 0 and x * s >= 16 for x in b) and math.prod(b) <= 2**20, "only the LAST"),
+    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] * s >= 16, "2\\*\\*20 elements"),
+    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] * s >= 16 and math.prod(b) < 2**20, "exactly 2\\*\\*20"),
+    (lambda b, s: all(x & (x - 1) == 0 and x <= 256 for x in b) and b[-1] * s >= 16 and math.prod(b) <= 2**20,
+     "exceed 256"),
+    (lambda b, s: all(x & (x - 1) == 0 for x in b) and b[-1] * s > 16 and math.prod(b) <= 2**20, "got False, expected True"),
+    (lambda b, s: not gemm.block_violations(b, s) and b != (4, 16), "keeps every rule"),
+    (lambda b, s: 1, "True or False"),
+    (lambda b, s: "yes", "True or False")])
 def test_block_rules_reject(wrong, hint):
     with pytest.raises(CheckFailed, match=hint):
         gemm_checks.check_block_rules(wrong)

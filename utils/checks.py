@@ -13,7 +13,8 @@ Conventions (STYLE.md):
 * checks return None (nothing extra is displayed under the cell); the printed line is the verdict;
 * one type rule for every check (:func:`is_int`, :func:`is_number`): an integer answer may be a
   Python ``int`` or a NumPy integer scalar, a number may also be a ``float`` or NumPy float
-  scalar; ``bool`` is neither (``True == 1`` would otherwise pass by accident).
+  scalar; ``bool`` is neither (``True == 1`` would otherwise pass by accident); a yes/no answer
+  is a ``bool`` or NumPy bool (:func:`is_bool`).
 """
 from __future__ import annotations
 
@@ -34,6 +35,11 @@ def is_int(x) -> bool:
 def is_number(x) -> bool:
     """True for an integer (:func:`is_int`) or a real float (Python or NumPy scalar)."""
     return is_int(x) or (isinstance(x, (float, np.floating)) and not isinstance(x, (bool, np.bool_)))
+
+
+def is_bool(x) -> bool:
+    """True for a Python ``bool`` or a NumPy bool scalar (what ``np.all(...)`` returns)."""
+    return isinstance(x, (bool, np.bool_))
 
 
 def int_answer(name: str, got, what: str = "the answer", hint: str = "") -> int:

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import random
 
-from .checks import NOT_ATTEMPTED, attempt, fail, not_attempted, passed
+from .checks import NOT_ATTEMPTED, attempt, fail, int_answer, not_attempted, number_answer, passed
 
 WARP = 32
 
@@ -63,8 +63,7 @@ def check_bytes_in_flight(fn) -> None:
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
         want = bytes_in_flight_ref(lat, bw)
-        if isinstance(got, bool) or not isinstance(got, (int, float)):
-            fail(name, f"returned {type(got).__name__} {got!r}; expected a number of bytes")
+        got = number_answer(name, got, f"bytes_in_flight({lat:.1f}, {bw:.1f})", "a number of bytes")
         if abs(got - want) > 1e-6 * want:
             ratio = got / want if want else float("nan")
             hint = ("off by 1e9: ns is 1e-9 s and GB/s is 1e9 B/s, so they cancel"
@@ -78,15 +77,23 @@ def check_bytes_in_flight(fn) -> None:
 def check_warp_instructions(fn) -> None:
     """Check a learner's ``warp_instructions_per_tile(rows, cols, elem_bytes, vector_bytes)``."""
     name = "warp_instructions_per_tile"
-    cases = [(64, 128, 2, 16), (128, 64, 4, 16), (64, 64, 2, 8), (256, 32, 1, 4)]
+    cases = [(64, 128, 2, 16), (128, 64, 4, 16), (64, 64, 2, 8), (256, 32, 1, 4), (32, 64, 4, 8)]
+    got_all = []
     for case in cases:
         got = attempt(fn, *case)
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
-        want = warp_instructions_per_tile_ref(*case)
-        if got != want:
-            hint = "count loads AND stores" if got * 2 == want else (
-                "count warp instructions: 32 threads share one" if got == want * WARP else
-                "tile bytes / (32 threads x vector_bytes) per direction")
-            fail(name, f"{case} -> {got!r}, expected {want}", hint)
+        got_all.append(int_answer(name, got, f"warp_instructions_per_tile{case}", "a count of instructions"))
+    want_all = [warp_instructions_per_tile_ref(*case) for case in cases]
+    if got_all != want_all:
+        i = next(i for i, (g, w) in enumerate(zip(got_all, want_all)) if g != w)
+        mistakes = [(lambda r, c, e, v: r * c * e // (WARP * v), "count loads AND stores"),
+                    (lambda r, c, e, v: 2 * r * c * e // v, "count warp instructions: 32 threads share one"),
+                    (lambda r, c, e, v: 2 * r * c * e // (WARP * 16), "use vector_bytes (8 or 4 in some "
+                     "cases), not always 16"),
+                    (lambda r, c, e, v: 2 * r * c // (WARP * v), "multiply by elem_bytes: the tile has "
+                     "rows x cols x elem_bytes bytes")]
+        hint = next((h for f, h in mistakes if [f(*c) for c in cases] == got_all),
+                    "tile bytes / (32 threads x vector_bytes) per direction, times 2 directions")
+        fail(name, f"{cases[i]} -> {got_all[i]}, expected {want_all[i]}", hint)
     return passed(name)

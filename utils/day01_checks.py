@@ -10,7 +10,8 @@ import random
 import numpy as np
 
 from . import memory_model as mm
-from .checks import NOT_ATTEMPTED, attempt, check_array, fail, nan_like, not_attempted, passed
+from .checks import (NOT_ATTEMPTED, attempt, check_array, fail, int_answer, nan_like, not_attempted,
+                     number_answer, passed)
 
 gemm_intensity_ref = mm.gemm_intensity
 attainable_tflops_ref = mm.roofline_tflops
@@ -20,9 +21,7 @@ conflict_free_pad_ref = mm.conflict_free_pad
 
 
 def _number(name, got, case):
-    if isinstance(got, bool) or not isinstance(got, (int, float, np.integer, np.floating)):
-        fail(name, f"{case} returned {type(got).__name__} {got!r}; expected a number")
-    return float(got)
+    return number_answer(name, got, f"{name}{case}")
 
 
 def _close(a, b, rel=1e-6):
@@ -85,8 +84,7 @@ def check_sectors_per_warp(fn) -> None:
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
         want = sectors_per_warp_ref(addrs, nbytes)
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)):
-            fail(name, f"returned {type(got).__name__} {got!r}; expected an int (a count of sectors)")
+        got = int_answer(name, got, f"sectors_per_warp({nbytes}-byte accesses)", "a count of sectors")
         if got != want:
             a = np.asarray(addrs)
             hint = ("sectors are 32 bytes (a 128-byte line holds four)" if got == np.unique(a // 128).size
@@ -133,16 +131,22 @@ def check_bank_of(fn) -> None:
     """Check ``bank_of(byte_address)`` on fixed and random addresses."""
     name = "bank_of"
     cases = [0, 4, 7, 124, 128, 132, 4104, 65535] + random.sample(range(1, 1 << 16), 6)
+    got_all = []
     for addr in cases:
         got = attempt(fn, addr)
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
-        want = bank_of_ref(addr)
-        if got != want or isinstance(got, bool):
-            hint = ("banks hold 4-byte words: divide the byte address by 4 first"
-                    if got == addr % 32 else "there are 32 banks: take the word index modulo 32"
-                    if got == addr // 4 else "bank = (byte_address // 4) % 32")
-            fail(name, f"bank_of({addr}) = {got!r}, expected {want}", hint)
+        got_all.append(int_answer(name, got, f"bank_of({addr})"))
+    want_all = [bank_of_ref(a) for a in cases]
+    if got_all != want_all:
+        i = next(i for i, (g, w) in enumerate(zip(got_all, want_all)) if g != w)
+        mistakes = [([a % 32 for a in cases], "banks hold 4-byte words: divide the byte address by 4 first"),
+                    ([a // 4 for a in cases], "there are 32 banks: take the word index modulo 32"),
+                    ([a // 4 % 16 for a in cases], "there are 32 banks, not 16"),
+                    ([a // 32 % 32 for a in cases], "a bank holds one 4-byte word of each 128-byte "
+                     "row: bank = (byte_address // 4) % 32")]
+        hint = next((h for value, h in mistakes if value == got_all), "bank = (byte_address // 4) % 32")
+        fail(name, f"bank_of({cases[i]}) = {got_all[i]}, expected {want_all[i]}", hint)
     return passed(name, "addresses 128 bytes apart share a bank.")
 
 
@@ -155,8 +159,9 @@ def check_conflict_free_pad(fn) -> None:
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
         want = conflict_free_pad_ref(cols)
-        if isinstance(got, bool) or not isinstance(got, (int, np.integer)) or got < 0:
-            fail(name, f"conflict_free_pad({cols}) = {got!r}; expected an int >= 0 (words of padding)")
+        got = int_answer(name, got, f"conflict_free_pad({cols})", "words of padding: an int >= 0")
+        if got < 0:
+            fail(name, f"conflict_free_pad({cols}) = {got}; expected an int >= 0 (words of padding)")
         if got != want:
             ways = mm.conflict_ways(4 * mm.tile_word(rows, 0, cols, int(got)))
             hint = (f"that gives rows of {cols + got} words: a column read is {ways}-way conflicted; "

@@ -3,10 +3,12 @@ the reference in :mod:`utils.gemm` and rejects wrong ones with a hint. Stubs are
 "not attempted" (a Python stub raises ``NotImplementedError``; a kernel stub leaves NaN)."""
 from __future__ import annotations
 
+import math
 import random
 
 from . import gemm
-from .checks import NOT_ATTEMPTED, attempt, fail, not_attempted, passed
+from .gemm import MAX_NUMEL
+from .checks import NOT_ATTEMPTED, attempt, fail, is_bool, is_int, not_attempted, passed
 
 
 def check_k_loop(kernel, tier=None) -> None:
@@ -51,6 +53,17 @@ def check_k_loop(kernel, tier=None) -> None:
         fail(name, str(e).split("wrong: ", 1)[-1].split("\n")[0], hint, launched)
 
 
+def tile_order_mistakes(pm: int, pn: int, g: int) -> list:
+    """(every pid's (pid_m, pid_n), why) for tile orders that come from a known slip."""
+    ref = [gemm.tile_order_ref(p, pm, pn, g) for p in range(pm * pn)]
+    per = g * pn
+    return [([(p // pn, p % pn) for p in range(pm * pn)],
+             "that is plain row-major order: group GROUP_M tile-rows together"),
+            ([r[::-1] for r in ref], "(pid_m, pid_n) are swapped"),
+            ([(p // per * g + p % per % g, p % per // g) for p in range(pm * pn)],
+             "the last group has fewer than group_m rows: rows = min(num_pid_m - first_m, group_m)")]
+
+
 def check_tile_order(fn) -> None:
     """``fn(pid, num_pid_m, num_pid_n, group_m)`` must return ``(pid_m, pid_n)`` in grouped order."""
     name = "tile_order"
@@ -63,51 +76,67 @@ def check_tile_order(fn) -> None:
             got = attempt(fn, pid, pm, pn, g)
             if got is NOT_ATTEMPTED:
                 return not_attempted(name)
-            try:
-                got_all.append(tuple(int(v) for v in got))
-            except (TypeError, ValueError):
-                fail(name, f"expected a pair (pid_m, pid_n) of ints, got {got!r}")
+            if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(is_int(v) for v in got)):
+                fail(name, f"tile_order({pid}, {pm}, {pn}, {g}): expected a pair (pid_m, pid_n) of "
+                     f"ints, got {got!r}")
+            got_all.append(tuple(int(v) for v in got))
         want_all = [gemm.tile_order_ref(pid, pm, pn, g) for pid in range(pm * pn)]
         if got_all != want_all:
             pid = next(p for p, (x, y) in enumerate(zip(got_all, want_all)) if x != y)
-            if got_all == [(p // pn, p % pn) for p in range(pm * pn)]:
-                hint = "that is plain row-major order: group GROUP_M tile-rows together"
-            elif got_all == [w[::-1] for w in want_all]:
-                hint = "(pid_m, pid_n) are swapped"
-            elif pm % g:
-                hint = ("the last group has fewer than group_m rows: "
-                        "rows = min(num_pid_m - first_m, group_m)")
-            else:
-                hint = "inside a group consecutive pids go DOWN a column: pid_m changes fastest"
+            hint = next((h for value, h in tile_order_mistakes(pm, pn, g) if value == got_all),
+                        "per_group = group_m * num_pid_n; first_m = pid // per_group * group_m; "
+                        "rows = min(num_pid_m - first_m, group_m); pid_m = first_m + "
+                        "(pid % per_group) % rows; pid_n = (pid % per_group) // rows")
             fail(name, f"pid {pid} of {pm} x {pn} tiles, group_m={g}: got {got_all[pid]}, "
                  f"expected {want_all[pid]}", hint)
     return passed(name, "consecutive programs now share A's and B's tiles in L2.")
 
 
+def _pow2(block):
+    return all(b & (b - 1) == 0 for b in block)
+
+
+BLOCK_MISTAKES = [  # (a rule with one slip, what the real rule says)
+    (lambda b, s: _pow2(b) and b[-1] * s >= 16 and math.prod(b) < MAX_NUMEL,
+     "exactly 2**20 elements is allowed: the limit is numel <= 2**20"),
+    (lambda b, s: _pow2(b) and b[-1] * s >= 16 and math.prod(b) <= MAX_NUMEL and max(b) <= 256,
+     "256 is TMA's limit per box dimension; Triton splits a larger block into several boxes "
+     "itself, so a block dimension may exceed 256"),
+    (lambda b, s: _pow2(b) and all(x * s >= 16 for x in b) and math.prod(b) <= MAX_NUMEL,
+     "only the LAST dimension needs 16 bytes"),
+    (lambda b, s: _pow2(b) and b[-1] >= 16 and math.prod(b) <= MAX_NUMEL,
+     "the 16-byte rule counts BYTES of the last dimension: block[-1] * itemsize"),
+    (lambda b, s: b[-1] * s >= 16 and math.prod(b) <= MAX_NUMEL,
+     "every block dimension must be a power of 2 (Triton's rule, not TMA's)"),
+    (lambda b, s: _pow2(b) and b[-1] * s >= 16,
+     "a block may hold at most 2**20 elements")]
+BLOCK_CASES = [((64, 64), 2), ((128, 8), 2), ((128, 4), 2), ((64, 4), 4), ((48, 64), 2),
+               ((64, 24), 2), ((8, 16), 1), ((16, 8), 1), ((4, 8), 2), ((256, 256), 2),
+               ((2048, 1024), 2), ((1, 2), 8), ((32, 2), 4), ((96, 32), 4),
+               ((1024, 1024), 2), ((4096, 256), 1), ((2, 512, 1024), 4), ((2048, 1024), 1),
+               ((512, 64), 2), ((64, 1024), 2), ((1, 2048, 8), 2), ((4, 16), 1)]
+
+
 def check_block_rules(fn) -> None:
-    """``fn(block_shape, itemsize)`` must return True exactly when Triton accepts the block."""
-    name = "block_rules"
-    cases = [((64, 64), 2), ((128, 8), 2), ((128, 4), 2), ((64, 4), 4), ((48, 64), 2),
-             ((64, 24), 2), ((8, 16), 1), ((16, 8), 1), ((4, 8), 2), ((256, 256), 2),
-             ((2048, 1024), 2), ((1, 2), 8), ((32, 2), 4), ((96, 32), 4)]
-    for block, size in cases:
+    """``fn(block_shape, itemsize)`` must return True exactly when Triton accepts the block
+    (every dimension a power of 2, the last at least 16 bytes, at most 2**20 elements), on
+    cases that separate each rule from an almost-right one (exactly 2**20 elements, a
+    dimension over 256, 16 bytes counted in elements or on every dimension)."""
+    name, got_all = "block_rules", []
+    for block, size in BLOCK_CASES:
         got = attempt(fn, block, size)
         if got is NOT_ATTEMPTED:
             return not_attempted(name)
-        want = not gemm.block_violations(block, size)
-        if not isinstance(got, bool):
-            fail(name, f"expected True or False, got {got!r}")
-        if got != want:
-            why = gemm.block_violations(block, size)
-            if want:
-                hint = ("only the LAST dimension needs 16 bytes" if block[0] * size < 16 else
-                        "the 16-byte rule counts BYTES of the last dimension: block[-1] * itemsize")
-            elif any("power" in w for w in why):
-                hint = "every block dimension must be a power of 2 (Triton's rule, not TMA's)"
-            elif any("bytes" in w for w in why):
-                hint = "the last dimension must hold at least 16 BYTES: block[-1] * itemsize"
-            else:
-                hint = "a block may hold at most 2**20 elements"
-            fail(name, f"block {block} of {size}-byte elements: got {got}, expected {want}"
-                 + (f" ({'; '.join(why)})" if why else ""), hint)
+        if not is_bool(got):
+            fail(name, f"block {block} of {size}-byte elements: expected True or False, got {got!r}")
+        got_all.append(bool(got))
+    want_all = [not gemm.block_violations(b, s) for b, s in BLOCK_CASES]
+    if got_all != want_all:
+        i = next(i for i, (g, w) in enumerate(zip(got_all, want_all)) if g != w)
+        (block, size), why = BLOCK_CASES[i], gemm.block_violations(*BLOCK_CASES[i])
+        hint = next((h for rule, h in BLOCK_MISTAKES if [rule(b, s) for b, s in BLOCK_CASES] == got_all),
+                    "" if why else "this block keeps every rule: dimensions powers of 2, the last "
+                    "at least 16 bytes, at most 2**20 elements")
+        fail(name, f"block {block} of {size}-byte elements: got {got_all[i]}, expected {want_all[i]}"
+             + (f" ({'; '.join(why)})" if why else ""), hint)
     return passed(name)
