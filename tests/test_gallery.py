@@ -64,7 +64,8 @@ def test_missing_file_explains(recorded):
         gallery.overview()
 
 
-H200_DOC = {"device": "NVIDIA H200", "driver": "580", "versions": {}, "date": "2026-12-02T10:00:00",
+H200_DOC = {"device": "NVIDIA H200", "driver": "580", "cuda": "13.0", "date": "2026-12-02T10:00:00",
+            "versions": {"torch": "2.13.0", "triton": "3.7.1", "matplotlib": "3.11"},
             "command": "x", "rows": [dict(ROW, name="memcpy", ratio=1.0, ms=0.07, timing="sustained",
                                           ratio_lo=1.0, ratio_hi=1.0),
                                      dict(ROW, ms=0.072, timing="sustained", ratio_lo=0.95,
@@ -85,6 +86,7 @@ def test_two_devices_side_by_side(recorded, capsys):
     assert " 0.97x [0.95-0.98]" in [t.get_text() for t in gbs.axes[1].texts]
     out = capsys.readouterr().out
     assert "results/nvidia-h200/demo.json, recorded on NVIDIA H200, 2026-12-02" in out
+    assert "driver 580, CUDA 13.0, torch 2.13.0, triton 3.7.1; command: x" in out
     lines = gallery.overview().splitlines()[2:]
     assert len(lines) == 2 and "NVIDIA H100, 2026-11-21" in lines[0] and "NVIDIA H200" in lines[1]
 

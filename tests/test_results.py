@@ -163,7 +163,7 @@ def test_recording_one_notebook_into_an_empty_folder(recording):
     path = recording / "nvidia-h100-80gb-hbm3" / "demo.json"
     doc = json.loads(path.read_text())
     assert doc["rows"] == col + copy + agree
-    assert {k: doc[k] for k in FAKE_MACHINE} == FAKE_MACHINE
+    assert {k: doc[k] for k in FAKE_MACHINE} == FAKE_MACHINE and doc["commit"]
     assert doc["command"] == "COURSE_RECORD=1 pytest --nbval-lax (demo)"
     # the same notebook on the cpu tier now finds every row it shows
     cpu = Tier("cpu", None, None, "")

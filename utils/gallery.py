@@ -32,6 +32,15 @@ def label(doc: dict) -> str:
     return f"recorded on {doc['device']}, {doc['date'][:10]}{timing_note(doc)}"
 
 
+def provenance(doc: dict) -> str:
+    """One line: what produced the document (driver, CUDA, library versions, command)."""
+    v = doc.get("versions") or {}
+    libs = [f"{k} {v[k]}" for k in ("torch", "triton", "cupy-cuda13x", "cupy-cuda12x", "cupy",
+                                     "nvidia-cutlass-dsl") if v.get(k)]
+    parts = [f"driver {doc.get('driver', '?')}"] + ([f"CUDA {doc['cuda']}"] if doc.get("cuda") else [])
+    return ", ".join(parts + libs) + f"; command: {doc.get('command', '?')}"
+
+
 def source(stem: str) -> str:
     """The exercise or course notebook that records ``stem`` (e.g. ``day05_tma/01_tma_concepts``)."""
     found = sorted(p for p in results.ROOT.glob(f"*/{stem}.ipynb") if p.parent.name != "solutions")
@@ -73,7 +82,8 @@ def show_recorded(stem: str) -> list:
         results.load(stem)  # raises FileNotFoundError, saying how results are made
     for doc in docs:
         where = pathlib.Path(doc["path"]).relative_to(results.results_dir()).as_posix()
-        print(plots.format_table(doc["rows"], label=f"results/{where}, {label(doc)}") + "\n")
+        print(f"results/{where}, {label(doc)}\n{provenance(doc)}")
+        print(plots.format_table(doc["rows"]) + "\n")
     import matplotlib.pyplot as plt
     metrics = list(dict.fromkeys(r["metric"] for doc in docs for r in doc["rows"]))
     figs = []

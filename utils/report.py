@@ -4,30 +4,34 @@ from __future__ import annotations
 import importlib
 import platform
 
-PACKAGES = {  # import name -> distribution shown to the learner
-    "numpy": "numpy",
-    "torch": "torch",
-    "triton": "triton",
-    "cupy": "cupy-cuda13x",
-    "cuda.bindings": "cuda-bindings",
-    "cutlass": "nvidia-cutlass-dsl",
-    "matplotlib": "matplotlib",
+PACKAGES = {  # import name -> distributions that provide it (the first installed one is shown)
+    "numpy": ("numpy",),
+    "torch": ("torch",),
+    "triton": ("triton",),
+    "cupy": ("cupy-cuda13x", "cupy-cuda12x", "cupy"),
+    "cuda.bindings": ("cuda-bindings",),
+    "cutlass": ("nvidia-cutlass-dsl",),
+    "matplotlib": ("matplotlib",),
 }
 
 
 def versions() -> dict:
     """Installed versions of the course's libraries (``None`` when missing), without importing
-    heavy modules: versions come from package metadata."""
+    heavy modules: versions come from package metadata (recorded into every results file)."""
     from importlib import metadata
     out = {"python": platform.python_version()}
-    for mod, dist in PACKAGES.items():
-        try:
-            out[dist] = metadata.version(dist)
-        except metadata.PackageNotFoundError:
+    for mod, dists in PACKAGES.items():
+        for dist in dists:
             try:
-                out[dist] = getattr(importlib.import_module(mod), "__version__", "installed")
+                out[dist] = metadata.version(dist)
+                break
+            except metadata.PackageNotFoundError:
+                continue
+        else:
+            try:
+                out[dists[0]] = getattr(importlib.import_module(mod), "__version__", "installed")
             except Exception:
-                out[dist] = None
+                out[dists[0]] = None
     return out
 
 

@@ -10,18 +10,24 @@ device folder wins over an old one for the same device.
 
 File format::
 
-    {"device", "capability", "sm_count", "driver", "cuda", "versions": {...}, "date", "command",
-     "rows": [{"name", "metric", "value", "reference", "reference_value", "ratio",
+    {"device", "capability", "sm_count", "driver", "cuda", "versions": {...}, "date", "commit",
+     "command", "rows": [{"name", "metric", "value", "reference", "reference_value", "ratio",
                "shape", "dtype", ...}]}
 
 ``versions`` holds python, numpy, torch, triton, cupy, cuda-bindings, nvidia-cutlass-dsl and
-matplotlib as installed. Rows from ``utils.bench.compare`` also carry ``ms``, ``timing``
+matplotlib as installed; ``commit`` the course's git commit (``+changes`` if the tree differed);
+``command`` is ``$COURSE_RECORD_COMMAND`` when set (e.g. by ``course.sh``), else the notebook's
+nbval run. Rows from ``utils.bench.compare`` also carry ``ms``, ``timing``
 ("sustained" or "burst"), ``rounds``, ``ms_rounds`` and the ratio's spread ``ratio_lo`` /
 ``ratio_hi``; rows recorded by the older burst harness lack these keys and still load.
 
 One file is one run of one notebook: the first ``record_or_load`` of a notebook's run (one
 Python process) starts the file afresh, later ones in the same run add their rows to it, so
 every row in a file was produced by the notebook's own code in that run.
+
+On the cpu tier a notebook shows one device's recording: ``$COURSE_RESULTS_DEVICE`` (e.g.
+``h100``) if set, else the most recent; its label names that device and the others that
+recorded the notebook. The results gallery shows every device side by side.
 """
 from __future__ import annotations
 
@@ -87,6 +93,19 @@ def _driver() -> str:
         return "unknown"
 
 
+def _commit() -> str:
+    """The course's git commit (``+changes`` when the tree differs from it), or "unknown"."""
+    try:
+        git = ["git", "-C", str(ROOT)]
+        head = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=20, check=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
 def machine() -> dict:
     """What produced a recording: this machine's GPU, driver, CUDA, library versions, and now.
     Refuses without a GPU: a result must come from a run."""
@@ -114,7 +133,7 @@ def save(stem: str, rows: list, command: str | None = None, merge: bool = False)
     """
     _check_stem(stem)
     validate_rows(rows)
-    doc = dict(machine(), command=command or " ".join(sys.argv), rows=rows)
+    doc = dict(machine(), commit=_commit(), command=command or " ".join(sys.argv), rows=rows)
     path = results_dir() / device_slug(doc["device"]) / f"{stem}.json"
     if merge and path.exists():
         new = {_key(r) for r in rows}
@@ -182,7 +201,8 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
                              "what its own code measures")
         if os.environ.get("COURSE_RECORD") == "1":
             key = (device_slug(tier.device_name or "unknown"), stem)
-            save(stem, rows, command=f"COURSE_RECORD=1 pytest --nbval-lax ({stem})",
+            command = os.environ.get("COURSE_RECORD_COMMAND") or f"COURSE_RECORD=1 pytest --nbval-lax ({stem})"
+            save(stem, rows, command=command,
                  merge=key in _RECORDED_THIS_RUN)
             _RECORDED_THIS_RUN.add(key)
         return rows, f"measured now on {tier.device_name}"
