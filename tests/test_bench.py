@@ -188,3 +188,13 @@ def test_timing_and_rounds_are_validated_before_hardware():
     with pytest.raises(ValueError, match="timing must be one of"):
         bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
                       shape=(1,), dtype="f", timing="cold")
+
+
+def test_describe_states_the_claim_with_its_spread():
+    r = dict(row("Triton v4", 0.95, 0.97, 0.98), reference="cuBLAS", rounds=10)
+    assert bench.describe(r) == "Triton v4: 0.97x cuBLAS [0.95-0.98 over 10 rounds]; >= 1.00x: fails"
+    a, b = row("a", 1, 1, 1, [1.0, 1.1, 1.0]), row("b", 1, 1, 1, [1.2, 1.2, 1.05])
+    assert bench.describe(a, b) == "a: 1.09x b [1.05-1.20 over 3 rounds]; >= 1.00x: holds"
+    old = {"name": "old", "ratio": 1.02, "reference": "cuBLAS"}
+    assert bench.describe(old) == "old: 1.02x cuBLAS [no spread recorded]; >= 1.00x: no spread recorded"
+    assert bench.describe(a, old) == "a vs old: no per-round times recorded, no claim"

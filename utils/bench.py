@@ -27,7 +27,7 @@ import math
 import statistics
 from typing import Callable
 
-from .spread import holds, ratio_between, verdict  # noqa: F401  (claims beyond the spread)
+from .spread import describe, holds, ratio_between, verdict  # noqa: F401  (claims beyond the spread)
 
 METRICS = {"GB/s": 1e9, "TFLOP/s": 1e12}
 TIMINGS = ("sustained", "burst")

@@ -3,7 +3,8 @@
 ``utils.bench.compare`` times contenders in interleaved rounds and records, per row, the
 per-round medians (``ms_rounds``) and the lowest and highest per-round ratio to the reference
 (``ratio_lo``, ``ratio_hi``). "A is at least as fast as B" is claimed only when even A's worst
-round says so: ``verdict`` / ``holds``. (Also importable as ``utils.bench.verdict`` etc.)
+round says so: ``verdict`` / ``holds``; ``describe`` says it in one line. (Also importable
+from ``utils.bench``.)
 """
 from __future__ import annotations
 
@@ -49,3 +50,19 @@ def verdict(row: dict, other: dict | None = None, at_least: float = 1.0) -> str:
 def holds(row: dict, other: dict | None = None, at_least: float = 1.0) -> bool:
     """True only if ``verdict(row, other, at_least) == "holds"`` (beyond the spread)."""
     return verdict(row, other, at_least) == "holds"
+
+
+def describe(row: dict, other: dict | None = None, at_least: float = 1.0) -> str:
+    """One line for prose and tables, e.g. ``"Triton v4: 0.97x cuBLAS [0.95-0.98 over 10 rounds];
+    >= 1.00x: fails"``; against ``other`` (default: the row's reference)."""
+    what = verdict(row, other, at_least)
+    if other is None:
+        ratio, over = row["ratio"], row.get("reference")
+        lo, hi, n = row.get("ratio_lo"), row.get("ratio_hi"), row.get("rounds")
+    elif what == "no spread recorded":
+        return f"{row['name']} vs {other['name']}: no per-round times recorded, no claim"
+    else:
+        s = ratio_between(row, other)
+        ratio, lo, hi, n, over = s["ratio"], s["lo"], s["hi"], s["rounds"], other["name"]
+    spread = f" [{lo:.2f}-{hi:.2f} over {n} rounds]" if lo is not None else " [no spread recorded]"
+    return f"{row['name']}: {ratio:.2f}x {over}{spread}; >= {at_least:.2f}x: {what}"
