@@ -114,3 +114,26 @@ def test_figures_draw():
         day02_plots.show_inflight({}, (1, 1, 1), "x")
     with pytest.raises(ValueError, match="no series"):
         day02_plots.show_stages({}, "y", "t")
+
+
+def test_ctas_per_sm_names_the_limit():
+    from utils.pipeline_model import ctas_per_sm
+    # a Triton GEMM tile (256 threads, ~113 registers): registers allow 2, 96 KiB of stages allow 2
+    assert ctas_per_sm(113, 98304, 256) == {"ctas": 2, "by_regs": 2, "by_smem": 2, "limit": "registers"}
+    # 128 KiB of stages: only one fits, and shared memory is what decides
+    assert ctas_per_sm(113, 131072, 256)["ctas"] == 1 and ctas_per_sm(113, 131072, 256)["limit"] == "shared memory"
+    # a tiny kernel hits the CTA limit
+    assert ctas_per_sm(16, 0, 64)["limit"] == "max CTAs"
+
+
+@pytest.mark.parametrize("kwargs, rule", [
+    (dict(regs_per_thread=0, smem_per_cta=0, threads_per_cta=128), "regs_per_thread must be a positive int"),
+    (dict(regs_per_thread=300, smem_per_cta=0, threads_per_cta=128), "over the 255"),
+    (dict(regs_per_thread=32, smem_per_cta=-1, threads_per_cta=128), "smem_per_cta must be an int >= 0"),
+    (dict(regs_per_thread=32, smem_per_cta=1.5, threads_per_cta=128), "smem_per_cta must be an int >= 0"),
+    (dict(regs_per_thread=True, smem_per_cta=0, threads_per_cta=128), "regs_per_thread must be a positive int"),
+])
+def test_ctas_per_sm_rejects_bad_input(kwargs, rule):
+    from utils.pipeline_model import ctas_per_sm
+    with pytest.raises(ValueError, match=rule):
+        ctas_per_sm(**kwargs)

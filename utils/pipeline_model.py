@@ -12,7 +12,7 @@ from .cost_model import bytes_in_flight_ref, predicted_bandwidth_gbs
 
 WARP = 32
 __all__ = ["bytes_in_flight_ref", "predicted_bandwidth_gbs", "in_flight_capacity",
-           "loads_per_thread_needed", "stages_needed", "slot_and_phase", "timeline", "MBarrier"]
+           "loads_per_thread_needed", "stages_needed", "slot_and_phase", "timeline", "MBarrier", "ctas_per_sm"]
 
 
 def _pos(kind=(int, float), **values):
@@ -54,6 +54,32 @@ def stages_needed(latency_ns: float, tile_bytes: int, bandwidth_gbs: float) -> i
     _pos(int, tile_bytes=tile_bytes)
     per_tile_ns = tile_bytes / bandwidth_gbs
     return math.ceil(latency_ns / per_tile_ns - 1e-9) + 1
+
+
+def ctas_per_sm(regs_per_thread: int, smem_per_cta: int, threads_per_cta: int, *,
+                smem_per_sm: int = 233472, regs_per_sm: int = 65536, max_ctas: int = 32,
+                reserved_smem_per_cta: int = 1024) -> dict:
+    """How many CTAs of a kernel fit on one SM, and which resource decides it.
+
+    ``regs_per_thread`` and ``smem_per_cta`` (bytes) are what the compiler reports (Triton:
+    ``kernel.n_regs`` and ``kernel.metadata.shared``). Registers are allocated per warp in units
+    of 256; the driver reserves ``reserved_smem_per_cta`` bytes of shared memory per CTA
+    (1 KiB on sm_90). Defaults are Hopper's (228 KiB shared memory, 64 Ki registers per SM).
+    Returns ``{"ctas": n, "by_regs": ..., "by_smem": ..., "limit": "registers" | "shared memory" | "max CTAs"}``.
+    """
+    _pos(int, regs_per_thread=regs_per_thread, threads_per_cta=threads_per_cta, smem_per_sm=smem_per_sm,
+         regs_per_sm=regs_per_sm, max_ctas=max_ctas)
+    if isinstance(smem_per_cta, bool) or not isinstance(smem_per_cta, int) or smem_per_cta < 0:
+        raise ValueError(f"smem_per_cta must be an int >= 0 (bytes), got {smem_per_cta!r}")
+    if regs_per_thread > 255:
+        raise ValueError(f"regs_per_thread {regs_per_thread} is over the 255 a thread can have")
+    warps = math.ceil(threads_per_cta / WARP)
+    regs_per_warp = math.ceil(regs_per_thread * WARP / 256) * 256
+    by_regs = regs_per_sm // (regs_per_warp * warps)
+    by_smem = smem_per_sm // (smem_per_cta + reserved_smem_per_cta)
+    ctas = min(by_regs, by_smem, max_ctas)
+    limit = "max CTAs" if ctas == max_ctas else "registers" if by_regs <= by_smem else "shared memory"
+    return {"ctas": ctas, "by_regs": by_regs, "by_smem": by_smem, "limit": limit}
 
 
 def slot_and_phase(k: int, stages: int) -> tuple[int, int]:

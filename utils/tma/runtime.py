@@ -161,20 +161,28 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 
 
-def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs):
-    """Copy a 2-D CuPy array with one TMA tile per CTA (load, wait, store); returns ``dst``."""
-    import cupy as cp
+def tiles_launcher(src, dst, box_shape=(64, 128), **spec_kwargs):
+    """Encode the descriptors ONCE and return ``(launch, status)``: ``launch()`` enqueues the
+    one-tile-per-CTA copy (load, wait, store) with no host work but the launch itself."""
     if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
-        raise ValueError("src and dst must be 2-D with equal shape and dtype")
+        raise ValueError(f"src and dst must be 2-D with equal shape and dtype, got "
+                         f"{src.shape}/{src.dtype} and {dst.shape}/{dst.dtype}")
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
     rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
     by, bx = box_shape
     tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
     status = _status()
     smem = s_src.box_bytes + ALIGN_SLACK
-    kernel("tma_copy_tile", smem)((tiles_x * tiles_y,), (32,), (
-        encode(s_src), encode(s_dst), np.int32(tiles_x), np.int32(bx), np.int32(by),
-        np.uint32(s_src.box_bytes), status, np.uint64(TIMEOUT_NS)), shared_mem=smem)
+    k = kernel("tma_copy_tile", smem)
+    args = (encode(s_src), encode(s_dst), np.int32(tiles_x), np.int32(bx), np.int32(by),
+            np.uint32(s_src.box_bytes), status, np.uint64(TIMEOUT_NS))
+    return (lambda: k((tiles_x * tiles_y,), (32,), args, shared_mem=smem)), status
+
+
+def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs):
+    """Copy a 2-D CuPy array with one TMA tile per CTA (load, wait, store); returns ``dst``."""
+    launch, status = tiles_launcher(src, dst, box_shape, **spec_kwargs)
+    launch()
     if check:
         _raise_on_timeout(status, "a tile never arrived")
     return dst
