@@ -21,7 +21,9 @@ export TRITON_DEFAULT_FP_FUSION=1 PYTHONUNBUFFERED=1
 cmd=${1:-lab}; shift || true
 case "$cmd" in
   lab)  root=(); [ "$(id -u)" = 0 ] && root=(--allow-root)   # containers often run as root
-        exec "$VENV/bin/jupyter" lab "${root[@]}" course/00_welcome.ipynb "$@" ;;
+        # serve the repository root (course/, the day folders, solutions/) and open the welcome notebook
+        exec "$VENV/bin/jupyter" lab "${root[@]}" --ServerApp.root_dir="$PWD" \
+          --LabApp.default_url=/lab/tree/course/00_welcome.ipynb "$@" ;;
   test) "$VENV/bin/python" -m utils.exercises --check
         exec "$VENV/bin/python" -m pytest "$@" ;;
   *)    echo "usage: bash course.sh [lab|test] [args...]" >&2; exit 2 ;;
