@@ -28,7 +28,7 @@ def test_throughput():
         bench.throughput(1, 0, "GB/s")
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU message")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU (checks the no-GPU message)")
 def test_timing_without_gpu_says_why():
     with pytest.raises(RuntimeError, match="timing needs a CUDA GPU"):
         bench.time_ms(lambda: None)
@@ -46,7 +46,7 @@ def test_argument_errors_come_before_hardware():
                       shape=(1,), dtype="f")
 
 
-@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a GPU")
+@pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU")
 def test_compare_on_gpu_checks_and_ranks():
     rows = bench.compare(lambda: (bench.randn((1 << 20,), torch.float32, "cuda"),),
                          {"clone": lambda x: x.clone(), "mul": lambda x: x * 1.0},

@@ -20,7 +20,7 @@ def test_c_semantics(text, value):
     assert c_function(text, ())() == value
 
 
-@pytest.mark.skipif(shutil.which("gcc") is None, reason="no gcc to compare with")
+@pytest.mark.skipif(shutil.which("gcc") is None, reason="needs gcc (the C compiler to compare with)")
 def test_agrees_with_gcc(tmp_path):
     body = "\n".join(f'printf("%lld\\n", (long long)({t}));' for t, _ in CASES if "/ 0" not in t)
     src = tmp_path / "e.c"

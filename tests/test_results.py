@@ -44,7 +44,7 @@ def test_bad_rows_rejected(rows, match):
         results.validate_rows(rows)
 
 
-@pytest.mark.skipif(torch.cuda.is_available(), reason="checks the no-GPU refusal")
+@pytest.mark.skipif(torch.cuda.is_available(), reason="needs a machine without a CUDA GPU (checks the no-GPU refusal)")
 def test_save_refuses_without_gpu(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     with pytest.raises(RuntimeError, match="only from a run on a real GPU"):

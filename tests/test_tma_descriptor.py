@@ -155,7 +155,7 @@ def _have_driver() -> bool:
         return False
 
 
-@pytest.mark.skipif(not _have_driver(), reason="no CUDA driver (libcuda.so.1) on this machine")
+@pytest.mark.skipif(not _have_driver(), reason="needs libcuda (the CUDA driver, libcuda.so.1)")
 def test_encode_returns_128_byte_descriptor():
     pytest.importorskip("cuda.bindings.driver")
     tmap = encode(make_spec(F16, (64, 64), swizzle="128B"))
@@ -163,7 +163,7 @@ def test_encode_returns_128_byte_descriptor():
     assert encode_tiled(F16, (64, 64)).tobytes() != bytes(128)
 
 
-@pytest.mark.skipif(_have_driver(), reason="this machine has a CUDA driver")
+@pytest.mark.skipif(_have_driver(), reason="needs a machine without libcuda (checks the no-driver message)")
 def test_encode_without_driver_raises_clear_error():
     pytest.importorskip("cuda.bindings.driver")
     with pytest.raises(RuntimeError, match="CUDA driver"):
