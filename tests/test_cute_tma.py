@@ -110,3 +110,11 @@ def test_producer_check(capsys):
         ex.check_producer(_no_acquire)
     with pytest.raises(CheckFailed, match="tma load"):
         ex.check_producer(_only_a)
+
+
+def test_row_order_tile_copy_changes_only_which_ctaid_indexes_which_axis():
+    """day05/04's ablation changes one thing: the grid order of the tiles, not the copy."""
+    col, row = (cute_tma.ptx_of("tile_copy", reduce=False, row_order=o) for o in (False, True))
+    assert col != row
+    strip = lambda p: [l for l in p.splitlines() if "shl.b32" not in l]
+    assert strip(col) == strip(row)

@@ -96,3 +96,36 @@ def test_old_burst_timing_is_labelled():
     assert gallery.label(doc) == "recorded on NVIDIA H200, 2026-12-02 (timing: burst, older harness)"
     doc = dict(H200_DOC, rows=[dict(ROW, ms=0.07, timing="burst")])
     assert gallery.label(doc).endswith("(timing: burst)")
+
+
+def test_gemm_summary_picks_each_stacks_best_step_per_device(tmp_path, monkeypatch):
+    import json
+    from utils import gallery, results
+    monkeypatch.setattr(results, "results_dir", lambda: tmp_path)
+    def doc(device, rows):
+        return {"device": device, "date": "2026-11-23T00:00:00+00:00", "rows": rows}
+    def row(name, ratio, lo=None, hi=None, shape=(4096, 4096, 4096), ref="cuBLAS (torch.matmul)"):
+        r = {"name": name, "metric": "TFLOP/s", "value": 700.0 * ratio, "ratio": ratio, "reference": ref,
+             "reference_value": 700.0, "shape": list(shape), "dtype": "float16"}
+        if lo is not None:
+            r.update(ratio_lo=lo, ratio_hi=hi)
+        return r
+    for dev in ("nvidia-h100", "nvidia-h200"):
+        (tmp_path / dev).mkdir()
+        name = dev.upper().replace("-", " ")
+        (tmp_path / dev / "03_triton_tma_gemm.json").write_text(json.dumps(doc(name, [
+            row("cuBLAS (torch.matmul)", 1.0), row("Triton v1", 0.95), row("Triton v3", 0.99, 0.98, 1.0),
+            row("Triton v3", 0.5, shape=(128, 8192, 8192))])))
+        (tmp_path / dev / "04_cutedsl_tma_gemm.json").write_text(json.dumps(doc(name, [
+            row("CuteDSL 4 stages", 0.97), row("CuteDSL ws", 0.98, 0.97, 0.99)])))
+    rows = gallery.gemm_summary()
+    assert [(r["device"], r["stack"], r["name"]) for r in rows] == [
+        ("NVIDIA H100", "Triton", "Triton v3"), ("NVIDIA H100", "CuteDSL", "CuteDSL ws"),
+        ("NVIDIA H200", "Triton", "Triton v3"), ("NVIDIA H200", "CuteDSL", "CuteDSL ws")]
+    assert all(r["size"] == 4096 for r in rows)            # the skinny shape is not square: left out
+    import matplotlib
+    matplotlib.use("Agg")
+    fig = gallery.show_gemm_summary(rows)
+    assert len(fig.axes) == 2
+    with pytest.raises(ValueError, match="no GEMM rows"):
+        gallery.show_gemm_summary([])

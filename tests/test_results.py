@@ -202,3 +202,18 @@ def test_notebooks_read_recorded_rows_only_through_record_or_load():
             src = "".join(cell["source"])
             if cell["cell_type"] == "code":
                 assert '["rows"]' not in src and "results.save(" not in src, (nb.name, src[:200])
+
+
+def test_counter_rows_need_ncu_on_hopper(recording, monkeypatch):
+    """needs="ncu": measured on Hopper only where ncu exists; elsewhere the recording is shown."""
+    from utils import ncu
+    rows = [dict(ROW, name="L2 read bytes", metric="count", value=1.0e6)]
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    got, label = results.record_or_load("demo", lambda: rows, HOPPER, needs="ncu")
+    assert got == rows and label.startswith("measured now")
+    monkeypatch.setattr(ncu, "available", lambda: False)
+    got, label = results.record_or_load("demo", lambda: 1 / 0, HOPPER, needs="ncu",
+                                        names=("L2 read bytes",))
+    assert got == rows and label == f"recorded on {H100}, 2026-12-01"
+    with pytest.raises(ValueError, match="needs must be"):
+        results.record_or_load("demo", lambda: rows, HOPPER, needs="counters")

@@ -7,8 +7,9 @@ Two timings per pattern, both with the SM's cycle counter:
 
 * ``latency``: each read's address depends on the previous read's value, so the time per read
   is one load's whole latency, replays included;
-* ``throughput``: eight independent reads per step, so the time per read approaches the cost
-  of its wavefronts alone.
+* ``throughput``: 16 warps, each with eight independent reads per step, so the shared-memory
+  pipeline, not one read's latency, sets the pace: the time per warp-read approaches the cost
+  of its wavefronts alone (cycles of the whole loop / reads of all warps).
 
 A 16-byte-per-lane warp read needs at least 4 wavefronts (512 bytes, 128 per wavefront); a
 ``k``-way conflict per phase makes it ``4 k``. Runs on any CUDA GPU (no TMA needed); the source
@@ -21,6 +22,7 @@ import functools
 import numpy as np
 
 WAYS_TO_MASK = {1: 7, 2: 3, 4: 1, 8: 0}      # XOR mask of the row index -> conflict ways per phase
+THROUGHPUT_WARPS = 16                         # warps reading at once in the throughput timing
 
 SOURCE = r"""
 #define FILL(tile) \
@@ -35,14 +37,15 @@ extern "C" __global__ void column_read_cost(int xor_mask, int chunk, int reps, i
   int row = threadIdx.x % 64;
   unsigned addr = (unsigned)__cvta_generic_to_shared(tile + row * 128 + ((chunk ^ (row & xor_mask)) * 16));
   unsigned acc = 0;
-  __syncwarp();
+  __syncthreads();
   unsigned long long t0 = clock64();
   for (int r = 0; r < reps; ++r) {
     unsigned a, b, c, d;
-    if (independent) {                    // 8 reads with no dependence between them
+    if (independent) {                    // 8 reads with no dependence between them; .volatile keeps
+                                          // ptxas from merging the 8 identical loads into one
       #pragma unroll
       for (int j = 0; j < 8; ++j) {
-        asm volatile("ld.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
+        asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr));
         acc ^= a ^ b ^ c ^ d;
       }
     } else {                              // one read whose result the next address depends on
@@ -51,9 +54,9 @@ extern "C" __global__ void column_read_cost(int xor_mask, int chunk, int reps, i
     }
     addr = (a == 0xFFFFFFFFu) ? addr + 16 : addr;   // never taken, but the compiler cannot know
   }
-  __syncwarp();
+  __syncthreads();
   unsigned long long t1 = clock64();
-  if (threadIdx.x == 0) cycles[0] = (t1 - t0) / ((unsigned long long)reps * (independent ? 8 : 1));
+  if (threadIdx.x == 0) cycles[0] = t1 - t0;      // the host divides by the warp-reads
   sink[threadIdx.x] = __uint_as_float(acc);
 }
 """
@@ -67,17 +70,19 @@ def _kernel():
 
 def cycles_per_read(ways: int, *, independent: bool, reps: int = 256, repeat: int = 5) -> float:
     """Median cycles per warp-wide 16-byte column read with ``ways``-way conflicts per 8-lane
-    phase (1, 2, 4 or 8): its latency (``independent=False``) or its issue cost
-    (``independent=True``). Needs a CUDA GPU."""
+    phase (1, 2, 4 or 8): its latency (``independent=False``, one warp, a dependent chain) or
+    its throughput cost (``independent=True``, ``THROUGHPUT_WARPS`` warps of independent reads:
+    loop cycles per warp-read). Needs a CUDA GPU."""
     import cupy as cp
     _check_ways(ways)
     if not isinstance(reps, int) or isinstance(reps, bool) or reps < 1:
         raise ValueError(f"reps must be a positive int, got {reps!r}")
-    cycles, sink, got = cp.zeros(1, cp.uint64), cp.zeros(32, cp.float32), []
+    cycles, sink, got = cp.zeros(1, cp.uint64), cp.zeros(THROUGHPUT_WARPS * 32, cp.float32), []
     for _ in range(repeat):
-        _kernel()((1,), (32,), (np.int32(WAYS_TO_MASK[ways]), np.int32(3), np.int32(reps),
+        _kernel()((1,), (THROUGHPUT_WARPS * 32 if independent else 32,), (np.int32(WAYS_TO_MASK[ways]), np.int32(3), np.int32(reps),
                                 np.int32(bool(independent)), cycles, sink))
-        got.append(int(cycles.get()[0]))
+        reads = reps * (8 * THROUGHPUT_WARPS if independent else 1)
+        got.append(int(cycles.get()[0]) / reads)
     return float(np.median(got))
 
 

@@ -1,6 +1,6 @@
 """Day 5 · 04: the measurements behind the recorded results (Hopper only), in one harness
 (``utils.bench.compare``: same inputs, outputs poisoned with NaN and checked first, L2 flushed,
-median of 30).
+sustained interleaved timing, the median ratio over rounds with its spread).
 """
 from __future__ import annotations
 
@@ -29,20 +29,61 @@ def run_step(a, b, c, variant: str = "tma", **kw):
     return fn(a, b, c, **kw)
 
 
-def measure_tile_copy(M: int = 8192, N: int = 8192) -> list:
-    """torch's device copy vs the one-tile-per-CTA TMA copy, GB/s of read + write."""
+TILE_COPIES = ("CuteDSL TMA tile copy (128 x 64)", "CuteDSL TMA tile copy (128 x 64), row-order tiles",
+               "raw CUDA TMA tile copy (128 x 64)", "raw CUDA TMA tile copy (64 x 128)")
+
+
+BURST = " [burst timing]"
+
+
+def host_us_per_call(fn, calls: int = 200) -> float:
+    """Host (CPU) microseconds one call of ``fn`` takes to return: the launch's Python and driver
+    work, not the kernel (the GPU's queue absorbs the calls; synchronized before and after)."""
+    import time
     import torch
-    from .cute_tma import run_tile_copy
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
+
+
+def measure_tile_copy(M: int = 8192, N: int = 8192) -> list:
+    """torch's device copy vs one-tile-per-CTA TMA copies, GB/s of read + write: the CuteDSL
+    kernel (its grid walks the tiles down the columns), the same with row-order tiles (only the
+    order differs), day 5 · 02's raw CUDA kernel (row order) with the SAME box (128 rows x 64
+    columns), then the raw kernel with notebook 02's box (64 x 128: only the box differs).
+    Every row also carries ``host_us`` (``host_us_per_call``); the same contenders are timed a
+    second time with ``timing="burst"`` (a GPU spin before each call hides the host's launch work;
+    names end in ``BURST``), the one change that tells host overhead from kernel time.
+    """
+    import cupy as cp
+    import torch
+    from .cute_tma import TILE, run_tile_copy
+    from .tma import runtime
     x = bench.randn((M, N), torch.float16, "cuda")
     y = torch.empty_like(x)
+    raw = {box: runtime.tiles_launcher(cp.asarray(x), cp.asarray(y), box_shape=box)[0]
+           for box in (TILE, TILE[::-1])}
     contenders = {"torch copy (memcpy)": lambda: y.copy_(x),
-                  "CuteDSL TMA tile copy (128 x 64)": lambda: run_tile_copy(x, y)}
+                  TILE_COPIES[0]: lambda: run_tile_copy(x, y),
+                  TILE_COPIES[1]: lambda: run_tile_copy(x, y, row_order=True),
+                  TILE_COPIES[2]: lambda: (raw[TILE](), y)[1], TILE_COPIES[3]: lambda: (raw[TILE[::-1]](), y)[1]}
 
     def same(name, out, ref):
         assert torch.equal(out, x), f"{name} copied wrong values"
-    return bench.compare(lambda: (), contenders, reference="torch copy (memcpy)", metric="GB/s",
-                         amount=2 * M * N * 2, shape=(M, N), dtype="float16", check=same,
-                         reset=lambda: y.fill_(float("nan")))
+    rows = []
+    for suffix, timing in (("", "sustained"), (BURST, "burst")):
+        rows += bench.compare(lambda: (), {n + suffix: fn for n, fn in contenders.items()},
+                              reference="torch copy (memcpy)" + suffix, metric="GB/s",
+                              amount=2 * M * N * 2, shape=(M, N), dtype="float16", check=same,
+                              reset=lambda: y.fill_(float("nan")), timing=timing)
+    host = {n: host_us_per_call(fn) for n, fn in contenders.items()}
+    for r in rows:
+        r["host_us"] = host[r["name"].removesuffix(BURST)]
+    return rows
 
 
 def measure_broadcast(M: int = 4096, N: int = 4096, clusters=(2, 4)) -> list:
@@ -66,6 +107,49 @@ def measure_broadcast(M: int = 4096, N: int = 4096, clusters=(2, 4)) -> list:
             row["l2_bytes_read"] = l2_bytes_read((M, N), 2, R, row["name"] == names[True])
             row["cluster"] = R
         rows += got
+    return rows
+
+
+TRAFFIC = {f"counters: cluster of {R}, {w}": (R, w == "multicast") for R in (2, 4)
+           for w in ("every CTA loads the tile", "multicast")}
+
+
+def broadcast_once(M: int = 4096, N: int = 4096) -> None:
+    """Launch the broadcast kernel once per entry of ``TRAFFIC``, in order (the target that
+    ``measure_multicast_traffic`` profiles; compiling happens before each launch)."""
+    import torch
+    from .cute_tma import run_broadcast
+    x = bench.randn((M, N), torch.float16, "cuda")
+    for R, mc in TRAFFIC.values():
+        y = torch.empty(R * M, N, dtype=torch.float16, device="cuda")
+        run_broadcast(x, y, R, multicast=mc)
+        torch.cuda.synchronize()
+        assert torch.equal(y, x.repeat(R, 1)), f"broadcast R={R} multicast={mc} wrote wrong values"
+
+
+def measure_multicast_traffic(M: int = 4096, N: int = 4096) -> list:
+    """Hardware counters (ncu) of the broadcast kernel: sectors read at L2 and bytes read from /
+    written to DRAM, for every CTA loading its tile vs multicast, clusters of 2 and 4. One row per
+    launch, ``value`` = bytes read at L2, ratio against the same cluster without multicast."""
+    import pathlib
+    import sys
+    from . import ncu
+    from .cute_tma import l2_bytes_read
+    root = pathlib.Path(__file__).resolve().parent.parent
+    kernels = ncu.profile([sys.executable, "-c", f"from utils import cute_measure; "
+                           f"cute_measure.broadcast_once({M}, {N})"], "broadcast_kernel", cwd=root)
+    if len(kernels) != len(TRAFFIC):
+        raise RuntimeError(f"expected {len(TRAFFIC)} broadcast launches, ncu saw {len(kernels)}")
+    rows = []
+    for (name, (R, mc)), k in zip(TRAFFIC.items(), kernels):
+        rows.append(dict(name=name, metric="count", value=k["lts__t_sectors_op_read.sum"] * ncu.SECTOR_BYTES,
+                         unit="bytes read at L2", cluster=R, multicast=mc, shape=[M, N], dtype="float16",
+                         l2_tex_read_bytes=k["lts__t_sectors_srcunit_tex_op_read.sum"] * ncu.SECTOR_BYTES,
+                         dram_read_bytes=k["dram__bytes_read.sum"], dram_write_bytes=k["dram__bytes_write.sum"],
+                         requested_bytes=l2_bytes_read((M, N), 2, R, mc), kernel=k["kernel"]))
+    for r in rows:
+        ref = next(q for q in rows if q["cluster"] == r["cluster"] and not q["multicast"])
+        r.update(reference=ref["name"], reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
 
 

@@ -18,8 +18,11 @@ TILE = (128, 64)          # rows x columns of one tile (128 x 64 fp16 = 16 KiB)
 
 @cute.kernel
 def tile_copy_kernel(atom_ld: cute.CopyAtom, g_src: cute.Tensor, atom_st: cute.CopyAtom,
-                     g_dst: cute.Tensor, s_layout: cute.Layout, dtype: cutlass.Constexpr):
-    bx, by, _ = cute.arch.block_idx()
+                     g_dst: cute.Tensor, s_layout: cute.Layout, dtype: cutlass.Constexpr,
+                     row_order: cutlass.Constexpr = False):
+    bx, by, _ = cute.arch.block_idx()                     # bx: tile row (M), by: tile column (N)
+    if cutlass.const_expr(row_order):                     # consecutive CTAs walk along a row of tiles
+        by, bx, _ = cute.arch.block_idx()
     smem = SmemAllocator()
     mbar = smem.allocate_array(cutlass.Int64, 1, byte_alignment=8)         # one mbarrier
     s_tile = smem.allocate_tensor(dtype, s_layout, byte_alignment=128)
@@ -49,14 +52,19 @@ def tile_copy_kernel(atom_ld: cute.CopyAtom, g_src: cute.Tensor, atom_st: cute.C
 
 
 @cute.jit
-def tile_copy(src: cute.Tensor, dst: cute.Tensor, reduce: cutlass.Constexpr = False):
-    """dst = src (``reduce=False``) or dst += src (``reduce=True``), one TMA tile per CTA."""
+def tile_copy(src: cute.Tensor, dst: cute.Tensor, reduce: cutlass.Constexpr = False,
+              row_order: cutlass.Constexpr = False):
+    """dst = src (``reduce=False``) or dst += src (``reduce=True``), one TMA tile per CTA.
+    The grid is (tiles along M, tiles along N), so consecutive CTAs go down a column of tiles;
+    ``row_order=True`` swaps the grid's axes so that they go along a row (day 5 · 01's ablation)."""
     s_layout = cute.make_layout(TILE, stride=(TILE[1], 1))
     atom_ld, g_src = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SOp(), src, s_layout, TILE)
     op_st = cpasync.CopyReduceBulkTensorTileS2GOp() if reduce else cpasync.CopyBulkTensorTileS2GOp()
     atom_st, g_dst = cpasync.make_tiled_tma_atom(op_st, dst, s_layout, TILE)
-    grid = cute.ceil_div((*src.layout.shape, 1), (*TILE, 1))
-    tile_copy_kernel(atom_ld, g_src, atom_st, g_dst, s_layout, src.element_type).launch(grid=grid, block=(128, 1, 1))
+    tiles_m, tiles_n, _ = cute.ceil_div((*src.layout.shape, 1), (*TILE, 1))
+    grid = (tiles_n, tiles_m, 1) if cutlass.const_expr(row_order) else (tiles_m, tiles_n, 1)
+    tile_copy_kernel(atom_ld, g_src, atom_st, g_dst, s_layout, src.element_type, row_order).launch(
+        grid=grid, block=(128, 1, 1))
 
 
 @cute.kernel
@@ -145,14 +153,15 @@ def _compiled(fn, key, *args):
     return _COMPILED[key]
 
 
-def run_tile_copy(src, dst, reduce: bool = False):
+def run_tile_copy(src, dst, reduce: bool = False, row_order: bool = False):
     """Launch :func:`tile_copy` on torch CUDA tensors (any size with 16-byte rows); returns dst."""
     from .cute_compat import to_cute
     _check_2d(src, "src"), _check_2d(dst, "dst")
     if src.shape != dst.shape or src.dtype != dst.dtype:
         raise ValueError(f"src and dst differ: {tuple(src.shape)} {src.dtype} vs {tuple(dst.shape)} {dst.dtype}")
     a, b = to_cute(src, dynamic=False), to_cute(dst, dynamic=False)
-    _compiled(tile_copy, ("copy", tuple(src.shape), src.dtype, reduce), a, b, reduce)(a, b)
+    key = ("copy", tuple(src.shape), src.dtype, bool(reduce), bool(row_order))
+    _compiled(tile_copy, key, a, b, bool(reduce), bool(row_order))(a, b)
     return dst
 
 

@@ -100,3 +100,62 @@ def show_recorded(stem: str) -> list:
         fig.tight_layout()
         figs.append(fig)
     return figs
+
+
+GEMM_STEMS = {"03_triton_tma_gemm": "Triton", "04_cutedsl_tma_gemm": "CuteDSL"}
+
+
+def gemm_summary() -> list:
+    """The day's GEMMs side by side: for each device, dtype and square shape recorded by both
+    GEMM notebooks, the best step of each stack (by its ratio to cuBLAS in its own run) with the
+    ratio's spread. Rows: ``{device, dtype, size, stack, name, ratio, ratio_lo, ratio_hi}``,
+    cuBLAS itself as ratio 1.0. Each ratio compares a kernel with cuBLAS timed in the same run."""
+    out = []
+    for stem, stack in GEMM_STEMS.items():
+        for doc in results.documents(stem):
+            for r in doc["rows"]:
+                if r.get("metric") != "TFLOP/s" or r.get("ratio") is None or r["name"] == r.get("reference"):
+                    continue
+                shape = r.get("shape") or []
+                if len(shape) != 3 or len(set(shape)) != 1:
+                    continue                                  # square shapes only
+                out.append({"device": doc["device"], "dtype": r.get("dtype"), "size": shape[0],
+                            "stack": stack, "name": r["name"], "ratio": r["ratio"],
+                            "ratio_lo": r.get("ratio_lo"), "ratio_hi": r.get("ratio_hi")})
+    best = {}
+    for r in out:
+        key = (r["device"], r["dtype"], r["size"], r["stack"])
+        if key not in best or r["ratio"] > best[key]["ratio"]:
+            best[key] = r
+    keys = {k[:3] for k in best}
+    both = sorted(k for k in keys if all((*k, s) in best for s in GEMM_STEMS.values()))
+    return [best[(*k, s)] for k in both for s in GEMM_STEMS.values()]
+
+
+def show_gemm_summary(rows: list):
+    """Grouped bars: the best Triton and CuteDSL step against cuBLAS (the line at 1.0), one panel
+    per device, with each ratio's spread as an error bar where recorded. Returns the figure."""
+    import matplotlib.pyplot as plt
+    if not rows:
+        raise ValueError("no GEMM rows recorded by both GEMM notebooks on one device")
+    devices = list(dict.fromkeys(r["device"] for r in rows))
+    fig, axes = plt.subplots(1, len(devices), figsize=(6 * len(devices), 3.2), squeeze=False)
+    for ax, dev in zip(axes[0], devices):
+        mine = [r for r in rows if r["device"] == dev]
+        groups = list(dict.fromkeys((r["dtype"], r["size"]) for r in mine))
+        for j, stack in enumerate(GEMM_STEMS.values()):
+            pts = [next(r for r in mine if (r["dtype"], r["size"]) == g and r["stack"] == stack) for g in groups]
+            xs = [i + 0.38 * (j - 0.5) for i in range(len(groups))]
+            err = None
+            if all(p.get("ratio_lo") is not None for p in pts):
+                err = [[p["ratio"] - p["ratio_lo"] for p in pts], [p["ratio_hi"] - p["ratio"] for p in pts]]
+            ax.bar(xs, [p["ratio"] for p in pts], width=0.36, yerr=err, capsize=3, label=f"best {stack} step")
+        ax.axhline(1.0, color="gray", lw=1, ls="--", label="cuBLAS")
+        ax.set_xticks(range(len(groups)), [f"{d} {n}³" for d, n in groups], fontsize=8)
+        lo, hi = min(r["ratio_lo"] or r["ratio"] for r in mine), max(r["ratio_hi"] or r["ratio"] for r in mine)
+        ax.set_ylim(min(0.8, lo - 0.05), max(1.1, hi + 0.05))
+        ax.set_ylabel("ratio to cuBLAS (same run)")
+        ax.set_title(dev, fontsize=9)
+        ax.legend(fontsize=7, loc="lower right")
+    fig.tight_layout()
+    return fig

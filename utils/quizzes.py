@@ -203,15 +203,16 @@ TMA_CONCEPTS = Quiz("TMA concepts quiz", [
              "d": "Above 1.05x would mean TMA beats the device copy, that is, moves bytes faster "
                   "than a good copy already can through HBM."}),
     Q("q20", "Find the bug in this TMA store:\n" + STORE_BUG,
-      {"a": "every writing thread needs fence.proxy.async.shared::cta after its writes and before "
-            "__syncthreads(): the store reads shared memory through the async proxy and may "
-            "otherwise see stale bytes",
+      {"a": "a fence.proxy.async.shared::cta is missing between the threads' writes and the store: "
+            "the store reads shared memory through the async proxy and may otherwise see stale bytes",
        "b": "wait_group.read 0 must be wait_group 0",
        "c": "the store needs an mbarrier.arrive.expect_tx first",
        "d": "__syncthreads() must come after the store"},
       "a", "Threads write through the generic proxy, TMA reads through the async proxy; the "
-      "barrier orders threads, the proxy fence orders the two proxies. The course's store kernel "
-      "runs the fence in every thread, then bar.sync, then the store (q18).",
+      "barrier orders threads, the proxy fence orders the two proxies. The course's store kernel, "
+      "like CUTLASS, runs the fence in every writing thread, then bar.sync, then the store (q18). "
+      "A fence in the storing thread after the barrier is also seen in practice; the course has "
+      "not tested whether that placement is always safe, so it teaches the first.",
       {"b": "To reuse the tile or exit, the store only has to have read it: .read is enough.",
        "c": "expect_tx declares bytes landing in shared memory for a load; a store is tracked "
             "by bulk groups.",

@@ -186,14 +186,19 @@ def label(doc: dict) -> str:
 
 def record_or_load(stem: str, measure, tier, names: tuple | None = None,
                    needs: str = "gpu") -> tuple[list, str]:
-    """If the tier provides ``needs`` ("gpu" or "tma"), run ``measure()`` for fresh rows
-    (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
+    """If the tier provides ``needs`` ("gpu", "tma", or "ncu": Hopper with Nsight Compute), run
+    ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
     if given: every one of them must be there). Returns ``(rows, label)``: the label says
     measured now, or recorded on which device and when.
     """
-    if needs not in ("gpu", "tma"):
-        raise ValueError(f"needs must be 'gpu' or 'tma', got {needs!r}")
-    if tier.has_tma if needs == "tma" else tier.has_gpu:
+    if needs not in ("gpu", "tma", "ncu"):
+        raise ValueError(f"needs must be 'gpu', 'tma' or 'ncu', got {needs!r}")
+    if needs == "ncu":
+        from . import ncu
+        can = tier.has_tma and ncu.available()
+    else:
+        can = tier.has_tma if needs == "tma" else tier.has_gpu
+    if can:
         rows = measure()
         missing = sorted(set(names or ()) - {r["name"] for r in rows})
         if missing:

@@ -1,0 +1,48 @@
+"""utils.ncu: parsing Nsight Compute's CSV, and clear errors where it cannot run."""
+import pytest
+
+from utils import ncu
+
+CSV = '''==PROF== Connected to process 1 (python3)
+==PROF== Profiling "kernel_broadcast_kernel_0": 0%....50%....100% - 1 pass
+"ID","Process ID","Process Name","Host Name","Kernel Name","Context","Stream","Block Size","Grid Size","Device","CC","Section Name","Metric Name","Metric Unit","Metric Value"
+"0","1","python3","h","kernel_broadcast_kernel_0","1","7","(128, 1, 1)","(64, 32, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","33,816,576"
+"0","1","python3","h","kernel_broadcast_kernel_0","1","7","(128, 1, 1)","(64, 32, 1)","0","9.0","Command line profiler metrics","lts__t_sectors_op_read.sum","sector","1048576"
+"1","1","python3","h","kernel_broadcast_kernel_1","1","7","(128, 1, 1)","(64, 32, 1)","0","9.0","Command line profiler metrics","dram__bytes_read.sum","byte","1000"
+"1","1","python3","h","kernel_broadcast_kernel_1","1","7","(128, 1, 1)","(64, 32, 1)","0","9.0","Command line profiler metrics","lts__t_sectors_op_read.sum","sector","524288"
+'''
+
+
+def test_parse_csv_one_dict_per_launch_in_order():
+    got = ncu.parse_csv(CSV, ("dram__bytes_read.sum", "lts__t_sectors_op_read.sum"))
+    assert got == [{"kernel": "kernel_broadcast_kernel_0", "dram__bytes_read.sum": 33816576.0,
+                    "lts__t_sectors_op_read.sum": 1048576.0},
+                   {"kernel": "kernel_broadcast_kernel_1", "dram__bytes_read.sum": 1000.0,
+                    "lts__t_sectors_op_read.sum": 524288.0}]
+
+
+def test_parse_csv_ignores_other_metrics_and_noise():
+    assert ncu.parse_csv(CSV, ("dram__bytes_write.sum",)) == []
+    assert ncu.parse_csv("==PROF== nothing profiled\n", ncu.L2_DRAM) == []
+
+
+def test_profile_without_ncu_says_so(monkeypatch):
+    monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
+    assert not ncu.available()
+    with pytest.raises(RuntimeError, match="ncu \\(Nsight Compute\\) is not installed"):
+        ncu.profile(["true"], "k")
+
+
+@pytest.mark.parametrize("stdout, rc, match", [
+    ("==ERROR== ERR_NVGPUCTRPERM - no permission\n", 1, "may not read the GPU's counters"),
+    ("==PROF== Disconnected\n", 0, "found no kernel matching 'k'"),
+    (CSV, 0, "did not report \\['dram__bytes_write.sum'"),
+])
+def test_profile_failures_are_named(monkeypatch, stdout, rc, match):
+    class Done:
+        returncode, stderr = rc, ""
+    Done.stdout = stdout
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done)
+    with pytest.raises(RuntimeError, match=match):
+        ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum", "dram__bytes_write.sum"))

@@ -1,0 +1,57 @@
+"""Hardware counters from Nsight Compute (``ncu``), for the few claims a timing cannot settle.
+
+``profile(argv, kernel_regex, metrics)`` runs a command under ``ncu`` and returns one dict per
+profiled kernel launch: ``{"kernel": name, metric: value, ...}`` in launch order. Clocks are left
+alone (``--clock-control none``). ``available()`` says whether this machine has ``ncu``; reading
+counters may still be refused (the profiler needs permission to the GPU's counters), and then
+``profile`` raises a ``RuntimeError`` that says so.
+"""
+from __future__ import annotations
+
+import csv
+import io
+import shutil
+import subprocess
+
+L2_DRAM = ("lts__t_sectors_op_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
+           "dram__bytes_read.sum", "dram__bytes_write.sum")
+SECTOR_BYTES = 32
+
+
+def available() -> bool:
+    """True if ``ncu`` is on the PATH."""
+    return shutil.which("ncu") is not None
+
+
+def parse_csv(text: str, metrics) -> list[dict]:
+    """The kernels in ``ncu --csv --print-units base`` output, one dict each, launch order."""
+    lines = [ln for ln in text.splitlines() if ln.startswith('"')]
+    by_id: dict = {}
+    for row in csv.DictReader(io.StringIO("\n".join(lines))):
+        if row.get("Metric Name") not in metrics:
+            continue
+        k = by_id.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
+        k[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+    return [by_id[i] for i in sorted(by_id)]
+
+
+def profile(argv: list, kernel_regex: str, metrics=L2_DRAM, timeout: int = 600, cwd=None) -> list[dict]:
+    """Run ``argv`` under ncu, profiling the kernels whose name matches ``kernel_regex``."""
+    if not available():
+        raise RuntimeError("ncu (Nsight Compute) is not installed on this machine")
+    metrics = tuple(metrics)
+    cmd = ["ncu", "--csv", "--print-units", "base", "--clock-control", "none",
+           "--metrics", ",".join(metrics), "-k", f"regex:{kernel_regex}", *map(str, argv)]
+    p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
+    out = p.stdout + p.stderr
+    if "ERR_NVGPUCTRPERM" in out:
+        raise RuntimeError("ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): run as an "
+                           "admin or set NVreg_RestrictProfilingToAdminUsers=0")
+    kernels = parse_csv(p.stdout, metrics)
+    if p.returncode or not kernels:
+        raise RuntimeError(f"ncu found no kernel matching {kernel_regex!r} (exit {p.returncode}): "
+                           + out[-1500:])
+    missing = [m for m in metrics if any(m not in k for k in kernels)]
+    if missing:
+        raise RuntimeError(f"ncu did not report {missing}; it printed: {out[-800:]}")
+    return kernels
