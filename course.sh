@@ -24,7 +24,7 @@ case "$cmd" in
         # serve the repository root (course/, the day folders, solutions/) and open the welcome notebook
         exec "$VENV/bin/jupyter" lab "${root[@]}" --ServerApp.root_dir="$PWD" \
           --LabApp.default_url=/lab/tree/course/00_welcome.ipynb "$@" ;;
-  test) "$VENV/bin/python" -m utils.exercises --check
+  test) "$VENV/bin/python" -m utils.core.exercises --check
         exec "$VENV/bin/python" -m pytest "$@" ;;
   *)    echo "usage: bash course.sh [lab|test] [args...]" >&2; exit 2 ;;
 esac

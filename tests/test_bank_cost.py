@@ -1,11 +1,13 @@
-"""utils.bank_cost: the source compiles on any machine; the helpers check their inputs."""
+"""utils.cuda_cpp.bank_cost: the source compiles on any machine; the helpers check their inputs."""
 import pytest
 
-from utils import bank_cost, ptx
+from utils.cuda_cpp import bank_cost
+from utils.core import ptx
+from utils.cuda_cpp.nvrtc import nvrtc_ptx
 
 
 def test_source_compiles_for_sm90a_with_vector_shared_loads():
-    text = ptx.nvrtc_ptx(bank_cost.SOURCE)
+    text = nvrtc_ptx(bank_cost.SOURCE)
     assert ptx.target(text) == "sm_90a"
     assert text.count("ld.volatile.shared.v4.u32") >= 8  # 8 independent reads (loops may unroll)
     assert text.count("ld.shared.v4.u32") >= 1           # the dependent read

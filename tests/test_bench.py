@@ -3,7 +3,7 @@ spread (through a fake clock, so without a GPU), and clear errors without a GPU.
 import pytest
 import torch
 
-from utils import bench
+from utils.core import bench
 
 
 def test_randn_is_normal_not_integers():

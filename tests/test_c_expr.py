@@ -5,7 +5,7 @@ import subprocess
 
 import pytest
 
-from utils.c_expr import CExprError, c_function, parse
+from utils.core.c_expr import CExprError, c_function, parse
 
 CASES = [("-7 / 2", -3), ("-7 % 2", -1), ("7 % -2", 1), ("-1 / 2", 0), ("!0", 1), ("!5", 0),
          ("~0", -1), ("1 << 3 + 1", 16), ("2 + 3 * 4", 14), ("8 >> 1 >> 1", 2), ("1 ^ 3 & 1", 0),

@@ -3,7 +3,7 @@ import numpy as np
 import pytest
 import torch
 
-from utils import checks
+from utils.core import checks
 
 
 def stub(*a):

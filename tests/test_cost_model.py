@@ -2,8 +2,8 @@
 import numpy as np
 import pytest
 
-from utils import cost_model as cm
-from utils.checks import CheckFailed
+from utils.day02 import cost_model as cm
+from utils.core.checks import CheckFailed
 
 
 def test_references():

@@ -7,10 +7,10 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
-from utils import cute_exercises as ex  # noqa: E402
-from utils import cute_gemm  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
-from utils.cute_compat import cute  # noqa: E402
+from utils.cute_dsl import exercises as ex  # noqa: E402
+from utils.cute_dsl import gemm as cute_gemm  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
+from utils.cute_dsl.compat import cute  # noqa: E402
 
 
 def step(body):

@@ -7,8 +7,9 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
-from utils import cute_gemm, cute_gemm_cpasync, cute_gemm_ws, cute_measure, ptx  # noqa: E402
-from utils.cute_compat import cute, cutlass, from_dlpack  # noqa: E402
+from utils.cute_dsl import gemm as cute_gemm, gemm_cpasync as cute_gemm_cpasync, gemm_ws as cute_gemm_ws, measure as cute_measure  # noqa: E402
+from utils.core import ptx  # noqa: E402
+from utils.cute_dsl.compat import cute, cutlass, from_dlpack  # noqa: E402
 
 TMA_LOAD = "cp.async.bulk.tensor.2d.shared::cta.global"
 TMA_STORE = "cp.async.bulk.tensor.2d.global.shared::cta"

@@ -4,10 +4,11 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
-from utils import cute_exercises as ex  # noqa: E402
-from utils import cute_gemm, cute_tma, ptx  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
-from utils.cute_compat import cute, fake_tensor  # noqa: E402
+from utils.cute_dsl import exercises as ex  # noqa: E402
+from utils.cute_dsl import gemm as cute_gemm, tma as cute_tma  # noqa: E402
+from utils.core import ptx  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
+from utils.cute_dsl.compat import cute, fake_tensor  # noqa: E402
 
 
 def lines(p, word):

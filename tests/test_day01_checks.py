@@ -9,8 +9,8 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402  (after setup: the interpreter is chosen at import)
 import triton.language as tl  # noqa: E402
 
-from utils import day01_checks as dc  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
+from utils.day01 import checks as dc  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
 
 
 def stub(*args):

@@ -2,7 +2,7 @@
 import numpy as np
 import pytest
 
-from utils import memory_model as mm
+from utils.day01 import memory_model as mm
 
 
 def test_warp_addresses_and_sectors():

@@ -5,12 +5,15 @@ import pytest
 
 matplotlib.use("Agg")
 
-from utils import cuda_day01, day01_plots, memory_model, ptx  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
+from utils.cuda_cpp import day01 as cuda_day01  # noqa: E402
+from utils.day01 import plots as day01_plots, memory_model  # noqa: E402
+from utils.core import ptx  # noqa: E402
+from utils.cuda_cpp.nvrtc import nvrtc_ptx  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
 
 @pytest.mark.parametrize("name", ["strided_read", *cuda_day01.TRANSPOSE])
 def test_cuda_sources_compile_for_sm90a(name):
-    text = ptx.nvrtc_ptx(cuda_day01.source(name))
+    text = nvrtc_ptx(cuda_day01.source(name))
     assert ptx.target(text) == "sm_90a"
     c = ptx.count(text)
     assert c["ld.global"] >= 1 and c["st.global"] >= 1

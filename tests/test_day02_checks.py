@@ -5,8 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from utils import day02_checks as dc
-from utils.checks import CheckFailed
+from utils.day02 import checks as dc
+from utils.core.checks import CheckFailed
 
 
 def stub(*args):

@@ -6,7 +6,10 @@ import re
 import numpy as np
 import pytest
 
-from utils import cuda_day02, ptx, ptx_subprocess
+from utils.cuda_cpp import day02 as cuda_day02
+from utils.core import ptx
+from utils.cuda_cpp.nvrtc import nvrtc_ptx
+from utils.triton_lang import ptx_subprocess
 
 
 @pytest.fixture(scope="module")
@@ -36,7 +39,7 @@ def test_compiles_for_sm80_without_tma(sm90):
 
 def test_producer_parity_substitution():
     src = cuda_day02.with_producer_parity("(k / stages) & 1")
-    text = ptx.nvrtc_ptx(src, name="bug.cu")
+    text = nvrtc_ptx(src, name="bug.cu")
     assert ".entry pc_ring(" in text
     with pytest.raises(ValueError, match="may use only k, stages"):
         cuda_day02.with_producer_parity("k; system(1)")

@@ -6,8 +6,8 @@ import pytest
 
 matplotlib.use("Agg")
 
-from utils import chase, day02_plots  # noqa: E402
-from utils import pipeline_model as pm  # noqa: E402
+from utils.day02 import chase, plots as day02_plots  # noqa: E402
+from utils.day02 import pipeline_model as pm  # noqa: E402
 
 
 def test_in_flight_capacity_scales():
@@ -117,7 +117,7 @@ def test_figures_draw():
 
 
 def test_ctas_per_sm_names_the_limit():
-    from utils.pipeline_model import ctas_per_sm
+    from utils.day02.pipeline_model import ctas_per_sm
     # a Triton GEMM tile (256 threads, ~113 registers): registers allow 2, 96 KiB of stages allow 2
     assert ctas_per_sm(113, 98304, 256) == {"ctas": 2, "by_regs": 2, "by_smem": 2, "limit": "registers"}
     # 128 KiB of stages: only one fits, and shared memory is what decides
@@ -134,6 +134,6 @@ def test_ctas_per_sm_names_the_limit():
     (dict(regs_per_thread=True, smem_per_cta=0, threads_per_cta=128), "regs_per_thread must be a positive int"),
 ])
 def test_ctas_per_sm_rejects_bad_input(kwargs, rule):
-    from utils.pipeline_model import ctas_per_sm
+    from utils.day02.pipeline_model import ctas_per_sm
     with pytest.raises(ValueError, match=rule):
         ctas_per_sm(**kwargs)

@@ -1,7 +1,7 @@
 """Exercise generation from solution markers."""
 import pytest
 
-from utils.exercises import strip_solution
+from utils.core.exercises import strip_solution
 
 
 def test_python_stub_raises_not_implemented():

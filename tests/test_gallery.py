@@ -1,11 +1,11 @@
-"""utils.gallery: one table and one chart per metric per results file, labelled as recorded."""
+"""utils.core.gallery: one table and one chart per metric per results file, labelled as recorded."""
 import json
 
 import matplotlib
 import matplotlib.pyplot
 import pytest
 
-from utils import gallery
+from utils.core import gallery
 
 matplotlib.use("Agg")
 
@@ -100,7 +100,7 @@ def test_old_burst_timing_is_labelled():
 
 def test_gemm_summary_picks_each_stacks_best_step_per_device(tmp_path, monkeypatch):
     import json
-    from utils import gallery, results
+    from utils.core import gallery, results
     monkeypatch.setattr(results, "results_dir", lambda: tmp_path)
     def doc(device, rows):
         return {"device": device, "date": "2026-11-23T00:00:00+00:00", "rows": rows}

@@ -1,4 +1,4 @@
-"""utils.gemm (configs, tile order, descriptor rules, the output check) and the checks of
+"""utils.day05.gemm (configs, tile order, descriptor rules, the output check) and the checks of
 notebook 03's exercises: solutions pass, stubs are "not attempted", planted mistakes fail."""
 import pytest
 
@@ -9,12 +9,14 @@ import torch  # noqa: E402
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from utils import gemm, gemm_checks, ptx, triton_compat  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
+from utils.day05 import gemm, gemm_checks  # noqa: E402
+from utils.triton_lang.compile import hopper_warp_specialization, triton_compile  # noqa: E402
+from utils.triton_lang import compat as triton_compat  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
 
 
 def test_config_per_step_and_tier():
-    from utils.tier import Tier
+    from utils.core.tier import Tier
     cpu, hopper = Tier("cpu", None, None, "test"), Tier("hopper", "H200", (9, 0), "test")
     for step in gemm.STEPS:
         cfg = gemm.config(step, torch.float16, cpu)
@@ -82,7 +84,7 @@ def test_check_gemm_and_tolerance():
 
 def test_triton_compat_scheduling_facts():
     assert {"num_stages", "flatten", "warp_specialize"} <= triton_compat.range_options()
-    applied, why = triton_compat.hopper_warp_specialization()
+    applied, why = hopper_warp_specialization()
     assert isinstance(applied, bool) and triton.__version__ in why
     with pytest.raises(ValueError, match="tensordesc_meta"):
         triton_compat.tensordesc_meta(object())
@@ -95,5 +97,5 @@ def _copy_block_kernel(x_desc, y_desc):
 
 def test_tensordesc_meta_shows_the_box_split():
     d = "tensordesc<fp16[64, 256]>"
-    meta = triton_compat.tensordesc_meta(ptx.triton_compile(_copy_block_kernel, {"x_desc": d, "y_desc": d}))
+    meta = triton_compat.tensordesc_meta(triton_compile(_copy_block_kernel, {"x_desc": d, "y_desc": d}))
     assert meta[0]["block_size"] == [64, 64]

@@ -10,8 +10,10 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402
 import triton.language as tl  # noqa: E402
 
-from utils import gemm, gemm_checks, ptx  # noqa: E402
-from utils.checks import CheckFailed  # noqa: E402
+from utils.day05 import gemm, gemm_checks  # noqa: E402
+from utils.core import ptx  # noqa: E402
+from utils.triton_lang.compile import triton_ptx  # noqa: E402
+from utils.core.checks import CheckFailed  # noqa: E402
 
 
 @triton.jit
@@ -74,7 +76,7 @@ def test_ptx_compiles_kernels_calling_helpers_under_the_interpreter():
     d = "tensordesc<fp16[32, 32]>"
     sig = {"a_desc": d, "b_desc": d, "c_ptr": "*fp16", "M": "i32", "N": "i32", "K": "i32",
            "BM": "constexpr", "BN": "constexpr", "BK": "constexpr"}
-    text = ptx.triton_ptx(good_kernel, sig, {"BM": 32, "BN": 32, "BK": 32})
+    text = triton_ptx(good_kernel, sig, {"BM": 32, "BN": 32, "BK": 32})
     assert ptx.count(text)["cp.async.bulk.tensor"] > 0
 
 

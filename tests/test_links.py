@@ -129,7 +129,7 @@ def test_broken_links_and_anchors_are_reported(tmp_path):
 
 
 def test_exercise_copies_rewrite_links_that_leave_solutions():
-    from utils.exercises import relink
+    from utils.core.exercises import relink
     assert relink("[g](../../course/glossary.md#cta) [n](02_x.ipynb) [d](../day02/x.ipynb) "
                   '<img src="../../course/images/a.png">') == (
         "[g](../course/glossary.md#cta) [n](02_x.ipynb) [d](../day02/x.ipynb) "

@@ -1,7 +1,7 @@
-"""utils.ncu: parsing Nsight Compute's CSV, and clear errors where it cannot run."""
+"""utils.core.ncu: parsing Nsight Compute's CSV, and clear errors where it cannot run."""
 import pytest
 
-from utils import ncu
+from utils.core import ncu
 
 CSV = '''==PROF== Connected to process 1 (python3)
 ==PROF== Profiling "kernel_broadcast_kernel_0": 0%....50%....100% - 1 pass

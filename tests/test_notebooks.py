@@ -4,12 +4,12 @@ import pathlib
 
 import pytest
 
-from utils import exercises
+from utils.core import exercises
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NOTEBOOKS = sorted(p for p in ROOT.glob("*/**/*.ipynb")
                    if ".ipynb_checkpoints" not in p.parts and not p.relative_to(ROOT).parts[0].startswith(".")
-                   and ".backup-" not in p.name)  # learners' backups made by utils.reset
+                   and ".backup-" not in p.name)  # learners' backups made by utils.core.reset
 IDS = [str(p.relative_to(ROOT)) for p in NOTEBOOKS]
 
 
@@ -44,7 +44,7 @@ def test_structure(path):
 
 def test_exercises_match_solutions():
     stale = exercises.generate(check=True)
-    assert not stale, f"regenerate with `python -m utils.exercises`: {stale}"
+    assert not stale, f"regenerate with `python -m utils.core.exercises`: {stale}"
 
 
 def test_every_solution_has_an_exercise_with_stubs():

@@ -7,7 +7,9 @@ utils.setup(quiet=True)
 import triton  # noqa: E402  (after setup: the interpreter is chosen at import)
 import triton.language as tl  # noqa: E402
 
-from utils import ptx  # noqa: E402
+from utils.core import ptx  # noqa: E402
+from utils.triton_lang.compile import triton_ptx  # noqa: E402
+from utils.cuda_cpp.nvrtc import nvrtc_ptx  # noqa: E402
 
 
 @triton.jit
@@ -23,7 +25,7 @@ def plain_copy_kernel(x, y, n, B: tl.constexpr):
 
 def test_triton_descriptor_kernel_has_bulk_tensor_copy():
     d = "tensordesc<fp16[64, 64]>"
-    text = ptx.triton_ptx(desc_copy_kernel, {"a": d, "b": d, "B": "constexpr"}, {"B": 64})
+    text = triton_ptx(desc_copy_kernel, {"a": d, "b": d, "B": "constexpr"}, {"B": 64})
     assert ptx.target(text) == "sm_90a"
     c = ptx.count(text)
     assert c["cp.async.bulk.tensor"] >= 2 and c["mbarrier"] >= 1 and c["ld.global"] == 0
@@ -31,21 +33,21 @@ def test_triton_descriptor_kernel_has_bulk_tensor_copy():
 
 def test_triton_plain_kernel_has_none_and_alignment_vectorises():
     sig = {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"}
-    scalar = ptx.count(ptx.triton_ptx(plain_copy_kernel, sig, {"B": 512}))
-    vector = ptx.count(ptx.triton_ptx(plain_copy_kernel, sig, {"B": 512}, aligned=("x", "y", "n")))
+    scalar = ptx.count(triton_ptx(plain_copy_kernel, sig, {"B": 512}))
+    vector = ptx.count(triton_ptx(plain_copy_kernel, sig, {"B": 512}, aligned=("x", "y", "n")))
     assert scalar["cp.async.bulk.tensor"] == 0
     assert vector["ld.global"] < scalar["ld.global"]
 
 
 def test_triton_ptx_rejects_bad_arguments():
     with pytest.raises(TypeError, match="non-empty dict"):
-        ptx.triton_ptx(plain_copy_kernel, {})
+        triton_ptx(plain_copy_kernel, {})
     with pytest.raises(ValueError, match="needs a value in constexprs"):
-        ptx.triton_ptx(plain_copy_kernel, {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"})
+        triton_ptx(plain_copy_kernel, {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"})
     with pytest.raises(TypeError, match="expected a @triton.jit kernel"):
-        ptx.triton_ptx(print, {"x": "i32"})
+        triton_ptx(print, {"x": "i32"})
     with pytest.raises(ValueError, match="are not arguments"):
-        ptx.triton_ptx(plain_copy_kernel, {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"},
+        triton_ptx(plain_copy_kernel, {"x": "*fp32", "y": "*fp32", "n": "i32", "B": "constexpr"},
                        {"B": 64}, aligned=("z",))
 
 
@@ -57,18 +59,18 @@ extern "C" __global__ void fence_kernel(float* x) {
 
 
 def test_nvrtc_compiles_for_sm90a_without_gpu():
-    text = ptx.nvrtc_ptx(CUDA_SRC)
+    text = nvrtc_ptx(CUDA_SRC)
     assert ptx.target(text) == "sm_90a"
     assert ptx.count(text)["fence.proxy.async"] == 1 and ptx.count(text)["st.global"] == 1
 
 
 def test_nvrtc_errors_are_readable():
     with pytest.raises(RuntimeError, match="NVRTC could not compile"):
-        ptx.nvrtc_ptx('extern "C" __global__ void k() { undefined_thing(); }')
+        nvrtc_ptx('extern "C" __global__ void k() { undefined_thing(); }')
     with pytest.raises(ValueError, match="__global__"):
-        ptx.nvrtc_ptx("int main() {}")
+        nvrtc_ptx("int main() {}")
     with pytest.raises(ValueError, match="arch must look like"):
-        ptx.nvrtc_ptx(CUDA_SRC, arch="hopper")
+        nvrtc_ptx(CUDA_SRC, arch="hopper")
 
 
 def test_readers_reject_non_ptx(capsys):

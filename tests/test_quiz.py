@@ -8,11 +8,11 @@ import re
 import numpy as np
 import pytest
 
-from utils.checks import CheckFailed
-from utils.quiz import Measured, Predict, Question, Quiz, QuizResult
-from utils.quizzes import TMA_CONCEPTS
-from utils.quizzes_day01 import DAY01
-from utils.quizzes_day02 import DAY02
+from utils.core.checks import CheckFailed
+from utils.core.quiz import Measured, Predict, Question, Quiz, QuizResult
+from utils.day05.quizzes import TMA_CONCEPTS
+from utils.day01.quizzes import DAY01
+from utils.day02.quizzes import DAY02
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 # The solution notebooks' answers (their quiz cells assert the same).
@@ -229,10 +229,14 @@ SNIPPET_NVRTC = "release 13.5"   # the NVRTC of requirements.txt that produced t
 
 
 def test_ptx_snippets_are_real_compiler_output():
-    from utils import cuda_day01, cuda_day02, ptx, quizzes, quizzes_day01, quizzes_day02
+    from utils.cuda_cpp import day01 as cuda_day01, day02 as cuda_day02
+    from utils.cuda_cpp.nvrtc import nvrtc_ptx
+    from utils.day05 import quizzes
+    from utils.day01 import quizzes as quizzes_day01
+    from utils.day02 import quizzes as quizzes_day02
     from utils.tma import runtime
     norm = lambda text: set(_ptx_lines(text))
-    v2 = ptx.nvrtc_ptx(cuda_day01.source("transpose_v2_padded")).replace("_ZZ19transpose_v2_paddedE4tile", "tile")
+    v2 = nvrtc_ptx(cuda_day01.source("transpose_v2_padded")).replace("_ZZ19transpose_v2_paddedE4tile", "tile")
     release = re.search(r"Cuda compilation tools, (release [\d.]+)", v2).group(1)
     if release != SNIPPET_NVRTC:   # e.g. the GPU machine's CUDA 13.0 schedules the transpose differently
         pytest.skip(f"needs NVRTC {SNIPPET_NVRTC} (the quiz snippets' compiler); this machine has {release}")
@@ -245,7 +249,7 @@ def test_ptx_snippets_are_real_compiler_output():
 
 
 def test_swizzle_and_bank_facts_agree_with_the_models():
-    from utils import memory_model
+    from utils.day01 import memory_model
     from utils.tma import swizzle
     rows = np.arange(8)
     def ways(mode, row_bytes):

@@ -1,4 +1,4 @@
-"""utils.reset: a fresh exercise copy, the learner's copy kept byte for byte, bad paths refused.
+"""utils.core.reset: a fresh exercise copy, the learner's copy kept byte for byte, bad paths refused.
 
 Every test works on a temporary copy of the repository's notebooks, never on the day folders.
 """
@@ -10,7 +10,7 @@ import shutil
 import nbformat
 import pytest
 
-from utils import exercises, reset
+from utils.core import exercises, reset
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NB = "day05_tma/01_tma_concepts.ipynb"

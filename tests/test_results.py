@@ -6,8 +6,8 @@ import pathlib
 import pytest
 import torch
 
-from utils import plots, results
-from utils.tier import Tier
+from utils.core import plots, results
+from utils.core.tier import Tier
 
 ROW = {"name": "TMA copy", "metric": "GB/s", "value": 3000.0, "reference": "memcpy",
        "reference_value": 3100.0, "ratio": 0.97, "shape": [8192, 8192], "dtype": "float16"}
@@ -54,7 +54,7 @@ def test_save_refuses_without_gpu(tmp_path, monkeypatch):
 
 
 def test_recorded_files_are_valid():
-    from utils import gallery
+    from utils.core import gallery
     for stem in gallery.stems():
         for doc in results.documents(stem):
             assert {"device", "driver", "versions", "date", "command"} <= set(doc), doc["path"]
@@ -206,7 +206,7 @@ def test_notebooks_read_recorded_rows_only_through_record_or_load():
 
 def test_counter_rows_need_ncu_on_hopper(recording, monkeypatch):
     """needs="ncu": measured on Hopper only where ncu exists; elsewhere the recording is shown."""
-    from utils import ncu
+    from utils.core import ncu
     rows = [dict(ROW, name="L2 read bytes", metric="count", value=1.0e6)]
     monkeypatch.setattr(ncu, "available", lambda: True)
     got, label = results.record_or_load("demo", lambda: rows, HOPPER, needs="ncu")

@@ -1,7 +1,7 @@
 """Tier detection: hardware facts, the COURSE_TIER override, and what setup() configures."""
 import pytest
 
-from utils import tier as t
+from utils.core import tier as t
 
 
 def probe(name=None, cc=None):
@@ -58,7 +58,7 @@ def test_explain_skip(capsys):
 
 
 def test_report_lists_abilities(capsys):
-    from utils.report import print_report
+    from utils.core.report import print_report
     print_report(t.Tier("cpu", None, None, "no CUDA device visible to torch"))
     out = capsys.readouterr().out
     assert "Course tier: CPU" in out and "[ no] TMA kernels" in out and "triton" in out

@@ -4,7 +4,7 @@ import numpy as np
 import pytest
 
 from utils import tma
-from utils.checks import CheckFailed
+from utils.core.checks import CheckFailed
 from utils.tma import exercises as ex
 from utils.tma import plots, runtime
 
@@ -208,7 +208,7 @@ def test_runtime_cpu_side():
 
 
 def tma_ptx_counts():
-    from utils import ptx
+    from utils.core import ptx
     return ptx.count(runtime.ptx())
 
 

@@ -8,7 +8,7 @@ import re
 
 import numpy as np
 
-from ..checks import NOT_ATTEMPTED, attempt, fail, int_answer, is_int, not_attempted, passed
+from ..core.checks import NOT_ATTEMPTED, attempt, fail, int_answer, is_int, not_attempted, passed
 from .descriptor import ArrayInfo, make_spec
 from .swizzle import element_offset
 
@@ -22,7 +22,7 @@ def _info(shape, itemsize):
 
 
 def _ints(part) -> tuple | None:
-    """``part`` as a tuple of ints (one type rule: :func:`utils.checks.is_int`), else None."""
+    """``part`` as a tuple of ints (one type rule: :func:`utils.core.checks.is_int`), else None."""
     try:
         vals = tuple(part)
     except TypeError:
@@ -198,7 +198,7 @@ def store_kernel_problems(ptx_text: str, name: str = STORE_KERNEL) -> list:
     """(what is wrong, hint) for the ordering of kernel ``name``'s PTX (empty list: nothing), judged on
     every control-flow path: a proxy fence covering shared memory between every shared-memory
     write and the TMA store, then commit_group and wait_group(.read) 0 before the kernel exits."""
-    from ..ptx_paths import find, kernel_body, path_avoiding
+    from ..core.ptx_paths import find, kernel_body, path_avoiding
     body = kernel_body(ptx_text, name)
     if not find(body, _is_smem_write) or not find(body, _is_tma_store):
         return [("the kernel no longer has both the threads' shared-memory writes and the TMA "
@@ -254,7 +254,7 @@ def check_store_kernel(source: str, tier=None) -> None:
     path of its PTX, fence the threads' shared-memory writes (``fence.proxy.async``) before the
     TMA store, and commit and wait for the store's reads before exiting. With a Hopper ``tier``
     it also runs, and its output is compared with the expected box."""
-    from ..ptx import nvrtc_ptx
+    from ..cuda_cpp.nvrtc import nvrtc_ptx
     name = "store_kernel_fence"
     if not isinstance(source, str) or "__global__" not in source:
         fail(name, f"expected the kernel's CUDA C++ source as a string, got {type(source).__name__}")

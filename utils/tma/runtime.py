@@ -22,7 +22,7 @@ TIMEOUT_NS = 1_000_000_000     # bounded waits: 1 s
 
 def ptx() -> str:
     """sm_90a PTX of all teaching kernels (works on any machine)."""
-    from ..ptx import nvrtc_ptx
+    from ..cuda_cpp.nvrtc import nvrtc_ptx
     return nvrtc_ptx(SOURCE, name="tma_kernels.cu")
 
 

@@ -1,0 +1,230 @@
+"""One benchmark harness for every comparison in the course.
+
+Rules it enforces (see COURSE_DESIGN.md):
+
+* every contender gets the *same* inputs, drawn from a normal distribution (``randn``);
+* each contender's output is checked against the reference contender before it is timed;
+* **sustained** timing, the figure the course reports: after a warm-up (at least ``warmup``
+  calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
+  back to back, each between two CUDA events, the L2 cache flushed before each one; the GPU
+  never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
+  the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
+  cold-start figure that hides host launch overhead; use it only where that is the lesson,
+  and say so.)
+* contenders are timed **interleaved**: they take turns (A, B, C, A, B, C, ...), and every
+  ``reps/rounds`` turns make one round, so clock or thermal drift hits all of them alike;
+* each row's ``ratio`` to the reference is the median of the per-round ratios, reported with
+  their spread (``ratio_lo``, ``ratio_hi``: the lowest and highest round). A claim such as
+  "A >= cuBLAS" holds only if it holds beyond that spread: ``verdict`` / ``holds``
+  (``utils.core.spread``, importable from here too).
+
+Rows are plain dicts in the results file format (see ``utils.core.results``), so they can be
+recorded as they are.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+from typing import Callable
+
+from .spread import describe, holds, ratio_between, verdict  # noqa: F401  (claims beyond the spread)
+
+METRICS = {"GB/s": 1e9, "TFLOP/s": 1e12}
+TIMINGS = ("sustained", "burst")
+
+
+def randn(shape, dtype, device, seed: int | None = None):
+    """A tensor of standard-normal values (never zeros or small integers: they run faster)."""
+    import torch
+    if not isinstance(shape, (tuple, list)) or not all(isinstance(s, int) and s > 0 for s in shape):
+        raise ValueError(f"shape must be a tuple of positive ints, got {shape!r}")
+    gen = None
+    if seed is not None:
+        gen = torch.Generator(device=device).manual_seed(seed)
+    return torch.randn(*shape, dtype=torch.float32, device=device, generator=gen).to(dtype)
+
+
+def _require_gpu():
+    import torch
+    if not torch.cuda.is_available():
+        raise RuntimeError("timing needs a CUDA GPU (CUDA events); on the cpu tier show the "
+                           "recorded results instead (utils.core.results.load)")
+
+
+class CudaClock:
+    """Times one call of ``fn`` between CUDA events, the L2 flushed first (outside the events).
+
+    ``sustained``: nothing waits; ``read`` synchronizes once. ``burst``: a ~1 ms GPU spin before
+    and a wait after each call (the GPU idles between repetitions).
+    """
+
+    def __init__(self, flush_l2: bool = True, timing: str = "sustained"):
+        import torch
+        self.torch, self.timing = torch, timing
+        self.scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
+
+    def time(self, fn):
+        cuda = self.torch.cuda
+        if self.scratch is not None:
+            self.scratch.zero_()
+        if self.timing == "burst":
+            cuda._sleep(2_000_000)
+        start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
+        start.record()
+        fn()
+        end.record()
+        if self.timing == "burst":
+            end.synchronize()
+        return start, end
+
+    def read(self, handles) -> list:
+        self.torch.cuda.synchronize()
+        return [s.elapsed_time(e) for s, e in handles]
+
+
+def schedule(names, rounds: int, reps_per_round: int) -> list:
+    """The interleaved order of timed calls, ``[(round, name), ...]``: contenders take turns
+    (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round."""
+    return [(r, n) for r in range(rounds) for _ in range(reps_per_round) for n in names]
+
+
+def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5,
+                    warmup_ms: float = 25.0, clock=None) -> dict:
+    """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds.
+
+    Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
+    ``time(fn) -> handle`` and ``read([handle]) -> [ms]``.
+    """
+    clock = clock or CudaClock()
+    for _ in range(warmup):
+        for fn in fns.values():
+            fn()
+    if warmup_ms > 0:  # keep going until the GPU has worked ~warmup_ms: sustained clocks
+        one_round = sum(clock.read([clock.time(fn) for fn in fns.values()]))
+        for _ in range(min(10_000, math.ceil(warmup_ms / max(one_round, 1e-3)))):
+            for fn in fns.values():
+                fn()
+    handles = {n: [[] for _ in range(rounds)] for n in fns}
+    for r, name in schedule(list(fns), rounds, reps_per_round):
+        handles[name][r].append(clock.time(fns[name]))
+    return {n: [clock.read(block) for block in blocks] for n, blocks in handles.items()}
+
+
+def _check_counts(warmup, reps, rounds=1):
+    if not (isinstance(warmup, int) and warmup >= 0 and isinstance(reps, int) and reps >= 1):
+        raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup!r}, reps={reps!r}")
+    if not (isinstance(rounds, int) and 1 <= rounds <= reps):
+        raise ValueError(f"need 1 <= rounds <= reps, got rounds={rounds!r}, reps={reps!r}")
+
+
+def _check_timing(timing):
+    if timing not in TIMINGS:
+        raise ValueError(f"timing must be one of {TIMINGS}, got {timing!r}")
+
+
+def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30, flush_l2: bool = True,
+            timing: str = "sustained", warmup_ms: float = 25.0) -> dict:
+    """Time ``fn()`` alone: ``{"median", "min", "max", "reps", "timing"}`` in milliseconds.
+
+    ``timing="sustained"`` (default) queues the ``reps`` repetitions back to back, as
+    ``triton.testing.do_bench``; ``"burst"`` idles the GPU around each (see the module doc).
+    With ``flush_l2`` a 256 MiB buffer is overwritten before each repetition.
+    """
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    _check_counts(warmup, reps)
+    _check_timing(timing)
+    _require_gpu()
+    clock = CudaClock(flush_l2, timing)
+    times = run_interleaved({"fn": fn}, rounds=1, reps_per_round=reps, warmup=warmup,
+                            warmup_ms=warmup_ms, clock=clock)["fn"][0]
+    return {"median": statistics.median(times), "min": min(times), "max": max(times),
+            "reps": reps, "timing": timing}
+
+
+def throughput(amount: float, ms: float, metric: str) -> float:
+    """``amount`` bytes (GB/s) or flops (TFLOP/s) done in ``ms`` milliseconds."""
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    if amount <= 0 or ms <= 0:
+        raise ValueError(f"amount and ms must be positive, got amount={amount}, ms={ms}")
+    return amount / (ms * 1e-3) / METRICS[metric]
+
+
+def summarize(samples: dict, *, reference: str, metric: str, amount: float) -> list:
+    """Rows from ``{name: [[ms, ...] per round]}`` (the output of ``run_interleaved``).
+
+    ``ms`` is the median of all repetitions, ``value`` the throughput at ``ms``, ``ms_rounds``
+    each round's median; ``ratio`` the median over rounds of (reference's round median / this
+    contender's), ``ratio_lo`` / ``ratio_hi`` the lowest and highest of those per-round ratios.
+    """
+    if reference not in samples:
+        raise ValueError(f"reference {reference!r} is not a contender; have {list(samples)}")
+    per_round = {n: [statistics.median(b) for b in blocks] for n, blocks in samples.items()}
+    ref = per_round[reference]
+    rows = []
+    for name, rounds in per_round.items():
+        if len(rounds) != len(ref) or not all(t > 0 for t in rounds):
+            raise ValueError(f"{name}: need positive times for each of the {len(ref)} rounds")
+        ratios = [r / t for r, t in zip(ref, rounds)]
+        ms = statistics.median([t for b in samples[name] for t in b])
+        rows.append({"name": name, "metric": metric, "ms": ms, "value": throughput(amount, ms, metric),
+                     "ratio": statistics.median(ratios), "ratio_lo": min(ratios), "ratio_hi": max(ratios),
+                     "rounds": len(rounds), "ms_rounds": rounds})
+    ref_value = next(r["value"] for r in rows if r["name"] == reference)
+    for row in rows:
+        row.update(reference=reference, reference_value=ref_value)
+    return rows
+
+
+def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: str, metric: str,
+            amount: float, shape, dtype: str, check: Callable | None = None,
+            reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,
+            flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0) -> list[dict]:
+    """Benchmark every contender on the same inputs, interleaved, and return result rows.
+
+    ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
+    ``reference`` names the contender the ratios are taken against. ``check(name, out, ref_out)``
+    (optional) must raise if a contender's output is wrong: correctness before speed.
+    When contenders write into a shared output buffer, ``ref_out`` IS that buffer: compare
+    with values computed from the inputs instead, and pass ``reset()`` (e.g. fill the output
+    with NaN), which runs before each contender's checked call, so one that writes nothing fails.
+    ``reps`` timed calls per contender are split over ``rounds`` interleaved rounds (default
+    ``min(10, reps)``; see ``summarize`` for the row keys); ``timing`` is "sustained" (the
+    figure the course reports) or "burst" (say so where it is shown).
+    """
+    if not isinstance(contenders, dict) or not contenders:
+        raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
+    if reference not in contenders:
+        raise ValueError(f"reference {reference!r} is not a contender; have {list(contenders)}")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    rounds = min(10, reps) if rounds is None and isinstance(reps, int) else rounds
+    _check_counts(warmup, reps, rounds)
+    _check_timing(timing)
+    _require_gpu()
+    inputs = make_inputs()
+    if not isinstance(inputs, tuple):
+        raise TypeError("make_inputs() must return a tuple of arguments")
+    if check is not None:
+        ref_out = contenders[reference](*inputs)
+        for name, fn in contenders.items():
+            if reset is not None:
+                reset()
+            check(name, fn(*inputs), ref_out)
+    fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
+    samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing))
+    rows = summarize(samples, reference=reference, metric=metric, amount=amount)
+    for row in rows:
+        row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
+    return rows
+
+
+def sweep(configs: list, run: Callable[[object], list], desc: str = "sweep") -> list[dict]:
+    """Run ``run(config)`` for each config with a progress bar; concatenate the rows."""
+    from tqdm.auto import tqdm
+    out = []
+    for cfg in tqdm(configs, desc=desc, leave=False):
+        out.extend(run(cfg))
+    return out

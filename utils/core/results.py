@@ -1,0 +1,229 @@
+"""Recorded GPU results, written only by the course's own benchmark code on a real GPU, and
+shown (labelled with the device that produced them) on machines without one.
+
+Layout: one file per notebook **per device**, ``results/<device-slug>/<notebook-stem>.json``,
+e.g. ``results/nvidia-h100-80gb-hbm3/03_triton_tma_gemm.json`` and
+``results/nvidia-h200/03_triton_tma_gemm.json``; the slug is the CUDA device name, lower-case,
+runs of other characters turned into ``-`` (``device_slug``). Files of the older layout,
+``results/<stem>.json``, still load: their device is read from inside them, and a file in a
+device folder wins over an old one for the same device.
+
+File format::
+
+    {"device", "capability", "sm_count", "driver", "cuda", "versions": {...}, "date", "commit",
+     "command", "rows": [{"name", "metric", "value", "reference", "reference_value", "ratio",
+               "shape", "dtype", ...}]}
+
+``versions`` holds python, numpy, torch, triton, cupy, cuda-bindings, nvidia-cutlass-dsl and
+matplotlib as installed; ``commit`` the course's git commit (``+changes`` if the tree differed);
+``command`` is ``$COURSE_RECORD_COMMAND`` when set (e.g. by ``course.sh``), else the notebook's
+nbval run. Rows from ``utils.core.bench.compare`` also carry ``ms``, ``timing``
+("sustained" or "burst"), ``rounds``, ``ms_rounds`` and the ratio's spread ``ratio_lo`` /
+``ratio_hi``; rows recorded by the older burst harness lack these keys and still load.
+
+One file is one run of one notebook: the first ``record_or_load`` of a notebook's run (one
+Python process) starts the file afresh, later ones in the same run add their rows to it, so
+every row in a file was produced by the notebook's own code in that run.
+
+On the cpu tier a notebook shows one device's recording: ``$COURSE_RESULTS_DEVICE`` (e.g.
+``h100``) if set, else the most recent; its label names that device and the others that
+recorded the notebook. The results gallery shows every device side by side.
+"""
+from __future__ import annotations
+
+import datetime as _dt
+import json
+import os
+import pathlib
+import re
+import subprocess
+import sys
+
+ROOT = pathlib.Path(__file__).resolve().parents[2]
+ROW_KEYS = ("name", "metric", "value", "reference", "reference_value", "ratio", "shape", "dtype")
+METRICS = ("GB/s", "TFLOP/s", "ns", "ms", "cycles", "count")
+DEVICE_ENV = "COURSE_RESULTS_DEVICE"   # which device's recording the notebooks show on the cpu tier
+_RECORDED_THIS_RUN: set = set()        # (slug, stem) saved by this process: later saves merge
+
+
+def results_dir() -> pathlib.Path:
+    """``$COURSE_RESULTS_DIR`` if set, else the project's ``results/`` folder."""
+    return pathlib.Path(os.environ.get("COURSE_RESULTS_DIR", ROOT / "results"))
+
+
+def device_slug(name: str) -> str:
+    """``"NVIDIA H100 80GB HBM3"`` -> ``"nvidia-h100-80gb-hbm3"``: the device's folder name."""
+    if not isinstance(name, str) or not re.search(r"[A-Za-z0-9]", name):
+        raise ValueError(f"device name must be a non-empty string, got {name!r}")
+    return re.sub(r"[^a-z0-9]+", "-", name.lower()).strip("-")
+
+
+def _check_stem(stem):
+    if not isinstance(stem, str) or not stem or "/" in stem or stem.endswith(".json"):
+        raise ValueError(f"stem must be a notebook stem like '01_tma_concepts', got {stem!r}")
+
+
+def validate_rows(rows) -> None:
+    """Raise ValueError naming the first row or key that breaks the format."""
+    if not isinstance(rows, list) or not rows:
+        raise ValueError("rows must be a non-empty list of dicts")
+    for i, row in enumerate(rows):
+        if not isinstance(row, dict):
+            raise ValueError(f"row {i} is a {type(row).__name__}, not a dict")
+        missing = [k for k in ROW_KEYS if k not in row]
+        if missing:
+            raise ValueError(f"row {i} ({row.get('name')!r}) lacks keys {missing}")
+        if row["metric"] not in METRICS:
+            raise ValueError(f"row {i}: metric {row['metric']!r} is not one of {METRICS}")
+        if not isinstance(row["value"], (int, float)) or not row["value"] > 0:
+            raise ValueError(f"row {i}: value must be a positive number, got {row['value']!r}")
+        lo, hi, ratio = row.get("ratio_lo"), row.get("ratio_hi"), row.get("ratio")
+        if (lo is None) != (hi is None) or (lo is not None and not (ratio is not None and
+                                                                 lo <= ratio <= hi)):
+            raise ValueError(f"row {i} ({row['name']!r}): need ratio_lo <= ratio <= ratio_hi, "
+                             f"got {lo!r} <= {ratio!r} <= {hi!r}")
+
+
+def _driver() -> str:
+    try:
+        out = subprocess.run(["nvidia-smi", "--query-gpu=driver_version", "--format=csv,noheader"],
+                             capture_output=True, text=True, timeout=20)
+        return out.stdout.strip().splitlines()[0]
+    except Exception:
+        return "unknown"
+
+
+def _commit() -> str:
+    """The course's git commit (``+changes`` when the tree differs from it), or "unknown"."""
+    try:
+        git = ["git", "-C", str(ROOT)]
+        head = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True,
+                              text=True, timeout=20, check=True).stdout.strip()
+        dirty = subprocess.run(git + ["status", "--porcelain", "--untracked-files=no"],
+                               capture_output=True, text=True, timeout=20).stdout.strip()
+        return head + ("+changes" if dirty else "")
+    except Exception:
+        return "unknown"
+
+
+def machine() -> dict:
+    """What produced a recording: this machine's GPU, driver, CUDA, library versions, and now.
+    Refuses without a GPU: a result must come from a run."""
+    import torch
+    from .report import versions
+    if not torch.cuda.is_available():
+        raise RuntimeError("results are recorded only from a run on a real GPU")
+    props = torch.cuda.get_device_properties(0)
+    return {"device": props.name, "capability": f"{props.major}.{props.minor}",
+            "sm_count": props.multi_processor_count, "driver": _driver(), "cuda": torch.version.cuda,
+            "versions": versions(),
+            "date": _dt.datetime.now(_dt.timezone.utc).isoformat(timespec="seconds")}
+
+
+def _key(row: dict) -> tuple:
+    return row["name"], tuple(row.get("shape") or ()), row.get("dtype")
+
+
+def save(stem: str, rows: list, command: str | None = None, merge: bool = False) -> pathlib.Path:
+    """Record ``rows`` measured on this machine's GPU into ``results/<device-slug>/<stem>.json``.
+
+    With ``merge``, rows already in that file are kept unless a new row has the same name, shape
+    and dtype (a notebook records several measurements into one file). Refuses without a GPU:
+    a result must come from a run.
+    """
+    _check_stem(stem)
+    validate_rows(rows)
+    doc = dict(machine(), commit=_commit(), command=command or " ".join(sys.argv), rows=rows)
+    path = results_dir() / device_slug(doc["device"]) / f"{stem}.json"
+    if merge and path.exists():
+        new = {_key(r) for r in rows}
+        doc["rows"] = [r for r in json.loads(path.read_text())["rows"] if _key(r) not in new] + rows
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(doc, indent=1) + "\n")
+    return path
+
+
+def documents(stem: str) -> list:
+    """Every recording of ``stem``, one document per device, sorted by device name (a file in
+    a device folder wins over an old-layout ``results/<stem>.json`` of the same device)."""
+    _check_stem(stem)
+    found = {}
+    for path in [results_dir() / f"{stem}.json", *sorted(results_dir().glob(f"*/{stem}.json"))]:
+        if path.is_file():
+            doc = json.loads(path.read_text())
+            validate_rows(doc.get("rows"))
+            found[device_slug(doc["device"])] = dict(doc, path=str(path))
+    return [found[k] for k in sorted(found, key=lambda k: found[k]["device"])]
+
+
+def load(stem: str, device: str | None = None) -> dict:
+    """One recording of ``stem``: the device whose name or slug contains ``device`` (default
+    ``$COURSE_RESULTS_DEVICE``, else the most recent recording). The document's ``others``
+    lists the other devices that recorded it. A missing file raises FileNotFoundError."""
+    docs = all_docs = documents(stem)
+    if not docs:
+        raise FileNotFoundError(f"no recorded results for {stem!r} in {results_dir()}; they are "
+                                "made by running the notebook on a Hopper GPU with COURSE_RECORD=1")
+    want = device or os.environ.get(DEVICE_ENV)
+    if want:
+        hits = [d for d in docs if want.lower() in d["device"].lower()
+                or device_slug(want) in device_slug(d["device"])]
+        if not hits:
+            raise LookupError(f"no recording of {stem!r} on a device matching {want!r}; "
+                              f"recorded on: {[d['device'] for d in docs]}")
+        docs = hits
+    pick_ = max(docs, key=lambda d: d["date"])
+    return dict(pick_, others=[d["device"] for d in all_docs if d is not pick_])
+
+
+def label(doc: dict) -> str:
+    """``recorded on <device>, <date>`` (plus the other devices that recorded the same notebook)."""
+    text = f"recorded on {doc['device']}, {doc['date'][:10]}"
+    if doc.get("others"):
+        text += f"; also recorded on {', '.join(doc['others'])} (results gallery)"
+    return text
+
+
+def record_or_load(stem: str, measure, tier, names: tuple | None = None,
+                   needs: str = "gpu") -> tuple[list, str]:
+    """If the tier provides ``needs`` ("gpu", "tma", or "ncu": Hopper with Nsight Compute), run
+    ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
+    if given: every one of them must be there). Returns ``(rows, label)``: the label says
+    measured now, or recorded on which device and when.
+    """
+    if needs not in ("gpu", "tma", "ncu"):
+        raise ValueError(f"needs must be 'gpu', 'tma' or 'ncu', got {needs!r}")
+    if needs == "ncu":
+        from . import ncu
+        can = tier.has_tma and ncu.available()
+    else:
+        can = tier.has_tma if needs == "tma" else tier.has_gpu
+    if can:
+        rows = measure()
+        missing = sorted(set(names or ()) - {r["name"] for r in rows})
+        if missing:
+            raise ValueError(f"measure() made no rows named {missing}: a notebook shows only "
+                             "what its own code measures")
+        if os.environ.get("COURSE_RECORD") == "1":
+            key = (device_slug(tier.device_name or "unknown"), stem)
+            command = os.environ.get("COURSE_RECORD_COMMAND") or f"COURSE_RECORD=1 pytest --nbval-lax ({stem})"
+            save(stem, rows, command=command,
+                 merge=key in _RECORDED_THIS_RUN)
+            _RECORDED_THIS_RUN.add(key)
+        return rows, f"measured now on {tier.device_name}"
+    doc = load(stem)
+    rows = doc["rows"] if names is None else [r for r in doc["rows"] if r["name"] in names]
+    missing = sorted(set(names or ()) - {r["name"] for r in rows})
+    if missing:
+        raise KeyError(f"{doc['path']} has no rows named {missing}: re-record the notebook "
+                       "(COURSE_RECORD=1 on a Hopper GPU)")
+    return rows, label(doc)
+
+
+def pick(rows: list, name: str, **match) -> dict:
+    """The one row called ``name`` (optionally also matching other keys, e.g. dtype='float16')."""
+    hits = [r for r in rows if r["name"] == name and all(r.get(k) == v for k, v in match.items())]
+    if len(hits) != 1:
+        raise KeyError(f"expected one row named {name!r} with {match}, found {len(hits)}; "
+                       f"names: {sorted({r['name'] for r in rows})}")
+    return hits[0]

@@ -1,0 +1,219 @@
+"""Day 5 · 04: the TMA + WGMMA GEMM of ``cute_gemm``, warp-specialized and (optionally) persistent.
+
+After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
+(``examples/python/CuTeDSL/cute/hopper/kernel/dense_gemm/dense_gemm_persistent.py``), compactly:
+
+* 384 threads: warpgroup 0 is the producer (DMA) warpgroup, whose warp 0 only issues TMA loads;
+  it gives registers back (``setmaxnreg.dec`` to 40), and the two consumer (MMA) warpgroups take
+  them (``setmaxnreg.inc`` to 232): they only wait, run ``wgmma`` and release stages;
+* a static persistent tile loop hands out the C tiles in the grouped order of ``TmaGemm``
+  (:func:`cute_gemm.grouped_tile`, so only warp specialization differs between the two):
+  ``persistent=True`` launches one cluster per SM and each walks tile numbers ``grid`` apart, so
+  the producer already loads the next tile while the consumers run the epilogue of this one;
+  ``persistent=False`` launches one cluster per tile (the same kernel, one trip of the loop);
+* C goes registers -> its own shared-memory buffers (not A's: the producer is still loading) ->
+  TMA store.
+"""
+from __future__ import annotations
+
+from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
+from .gemm import TILE_MNK, TmaGemm, grouped_tile
+
+SMEM_BYTES = 227 * 1024
+EPI_STAGES = 4
+LOAD_REGS, MMA_REGS = 40, 232            # setmaxnreg targets of the official example
+H100_SMS = 132                            # compile-only default for the persistent grid
+
+
+def ws_stages(itemsize: int = 2) -> int:
+    """A+B stages that fit next to the epilogue's own C buffers (4 x 128 x 32) and 1 KiB of barriers."""
+    epi = EPI_STAGES * 128 * 32 * itemsize
+    return (SMEM_BYTES - 1024 - epi) // ((TILE_MNK[0] + TILE_MNK[1]) * TILE_MNK[2] * itemsize)
+
+
+class WsGemm(TmaGemm):
+    """``WsGemm(persistent, cluster, sms)(a, b, c, stream)``: same tensors as ``TmaGemm``.
+    ``sms``: clusters the persistent grid launches (the GPU's SM count / cluster size)."""
+
+    def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS):
+        super().__init__(ws_stages(), cluster)
+        if not (isinstance(sms, int) and sms >= 1):
+            raise ValueError(f"sms must be a positive int, got {sms!r}")
+        self.persistent = bool(persistent)
+        self.max_clusters = sms // (self.cluster[0] * self.cluster[1]) if persistent else 1 << 24
+        self.threads = 384                              # 1 producer + 2 consumer warpgroups
+        self.mma_threads = 256
+        self.epi_bar = pipeline.NamedBarrier(barrier_id=1, num_threads=self.mma_threads)
+
+    @cute.jit
+    def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
+        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, EPI_STAGES)
+        atom_a, tma_a, atom_b, tma_b, (atom_c, tma_c) = self.tma_atoms(a, b, c, sa_layout, sb_layout, sc_layout)
+        cm, cn = self.cluster
+
+        @cute.struct
+        class Storage:
+            bars: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            sA: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sa_layout)], 1024]
+            sB: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sb_layout)], 1024]
+            sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sc_layout)], 1024]
+        self.storage = Storage
+        self.stage_bytes = cute.size_in_bytes(ab, cute.slice_(sa_layout, (None, None, 0))) + \
+            cute.size_in_bytes(ab, cute.slice_(sb_layout, (None, None, 0)))
+        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1]), (TILE_MNK[0], TILE_MNK[1]))
+        clusters_m, clusters_n = cute.ceil_div(tiles[0], cm), cute.ceil_div(tiles[1], cn)
+        grid = (cm, cn, cutlass.min(clusters_m * clusters_n, self.max_clusters))     # z: clusters
+        # the cluster counts go in as kernel arguments (runtime values), so that grouped_tile
+        # runs the same arithmetic as in TmaGemm, where they come from %nclusterid
+        self.kernel(atom_a, tma_a, atom_b, tma_b, atom_c, tma_c, tiled_mma, sa_layout, sb_layout,
+                    sc_layout, cutlass.Int32(clusters_m), cutlass.Int32(clusters_n)).launch(
+                        grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1), min_blocks_per_mp=1,
+                        stream=stream)
+
+    @cute.kernel
+    def kernel(self, atom_a: cute.CopyAtom, mA: cute.Tensor, atom_b: cute.CopyAtom, mB: cute.Tensor,
+               atom_c: cute.CopyAtom, mC: cute.Tensor, tiled_mma: cute.TiledMma,
+               sa_layout: cute.ComposedLayout, sb_layout: cute.ComposedLayout, sc_layout: cute.ComposedLayout,
+               clusters_m: cutlass.Int32, clusters_n: cutlass.Int32):
+        tidx, _, _ = cute.arch.thread_idx()
+        warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
+        if warp == 0:
+            cpasync.prefetch_descriptor(atom_a)
+            cpasync.prefetch_descriptor(atom_b)
+            cpasync.prefetch_descriptor(atom_c)
+        cm, cn = self.cluster
+        cta_layout = cute.make_layout((cm, cn, 1))
+        crd = cta_layout.get_flat_coord(cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster()))
+        mask_a = cute.make_layout_image_mask(cta_layout, crd, mode=1) if cn > 1 else 0
+        mask_b = cute.make_layout_image_mask(cta_layout, crd, mode=0) if cm > 1 else 0
+        storage = SmemAllocator().allocate(self.storage)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, (cm + cn - 1) * self.mma_threads // 32)
+        pipe = pipeline.PipelineTmaAsync.create(
+            barrier_storage=storage.bars.data_ptr(), num_stages=self.stages,
+            producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
+            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
+        pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
+        sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
+        sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
+        sC = storage.sC.get_tensor(sc_layout.outer, swizzle=sc_layout.inner)
+        gA = cute.local_tile(mA, (TILE_MNK[0], TILE_MNK[2]), (None, None, None))   # (bM, bK, m, k, l)
+        gB = cute.local_tile(mB, (TILE_MNK[1], TILE_MNK[2]), (None, None, None))   # (bN, bK, n, k, l)
+        gC = cute.local_tile(mC, (TILE_MNK[0], TILE_MNK[1]), (None, None, None))   # (bM, bN, m, n, l)
+        tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
+                                         cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
+        tBs, tBg = cpasync.tma_partition(atom_b, crd[0], cute.make_layout(cm),
+                                         cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
+        wg = cute.arch.make_warp_uniform(tidx // 128)
+        thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=128)(wg - 1))
+        tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
+        tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
+        acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, cutlass.Float32)
+        k_tiles = cute.size(gA, mode=[3])
+        pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster)
+        if wg == 0:                                     # producer warpgroup: few registers
+            cute.arch.setmaxregister_decrease(LOAD_REGS)
+            if warp == 0:
+                prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
+                tile = self.first_tile()
+                while tile < clusters_m * clusters_n:   # this cluster's tiles, a grid apart
+                    m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
+                    tAg_t, tBg_t = tAg[(None, m, None, 0)], tBg[(None, n, None, 0)]
+                    prod.reset_count()                  # .count = k-tile, .index/.phase run on
+                    for _ in cutlass.range(k_tiles, unroll=1):
+                        self.load(pipe, prod, atom_a, tAg_t, tAs, mask_a, atom_b, tBg_t, tBs, mask_b)
+                        prod.advance()
+                    tile += self.tile_step()
+                pipe.producer_tail(prod)                # don't exit while peers may still signal us
+        if wg > 0:                                      # consumer warpgroups: many registers
+            cute.arch.setmaxregister_increase(MMA_REGS)
+            self.consume(pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
+                         tidx, warp)
+
+    @cute.jit
+    def first_tile(self):
+        """The first tile number (in the grouped order) of this cluster: its index in the grid."""
+        return cute.arch.make_warp_uniform(cute.arch.block_idx()[2])
+
+    @cute.jit
+    def tile_step(self):
+        """How far apart a cluster's tile numbers are: the clusters in the grid."""
+        return cute.arch.make_warp_uniform(cute.arch.grid_dim()[2])
+
+    @cute.jit
+    def tile_mn(self, tile, clusters_m, clusters_n, crd):
+        """(m, n) C tile of this CTA for tile number ``tile``: the cluster's place in the grouped
+        order of ``TmaGemm`` (:func:`cute_gemm.grouped_tile`) plus the CTA's place in the cluster."""
+        cid_m, cid_n = grouped_tile(tile, clusters_m, clusters_n)
+        return cid_m * self.cluster[0] + crd[0], cid_n * self.cluster[1] + crd[1]
+
+    @cute.jit
+    def consume(self, pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
+                tidx, warp):
+        """Consumer loop: per tile, wait -> wgmma -> release each stage, then the epilogue."""
+        tile = self.first_tile()
+        done = cutlass.Int32(0)                         # tiles finished (the epilogue's ring position)
+        read = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        release = pipeline.make_pipeline_state(pipeline.PipelineUserType.Consumer, self.stages)
+        store_pipe = pipeline.PipelineTmaStore.create(
+            num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.mma_threads))
+        while tile < clusters_m * clusters_n:
+            acc.fill(0.0)
+            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+            for k in cutlass.range(k_tiles, unroll=1):
+                pipe.consumer_wait(read)
+                warpgroup.fence()
+                for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+                warpgroup.commit_group()
+                warpgroup.wait_group(1)                 # the previous stage's wgmmas are done
+                read.advance()
+                if k >= 1:
+                    pipe.consumer_release(release)
+                    release.advance()
+            warpgroup.wait_group(0)
+            pipe.consumer_release(release)              # the tile's last stage
+            release.advance()
+            m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
+            self.ws_epilogue(acc, tiled_mma, atom_c, gC[(None, None, m, n, 0)], sC, store_pipe,
+                             tidx - 128, warp, done)
+            done += 1
+            tile += self.tile_step()
+        store_pipe.producer_tail()
+
+    @cute.jit
+    def ws_epilogue(self, acc, tiled_mma, atom_c, gC, sC, store_pipe, tidx, warp, done):
+        """Accumulators -> fp16/bf16 -> C's own shared buffers (a ring across tiles) -> TMA store."""
+        tiled_r2s, tRS_sC, tRS_acc, rD_layout, rD, gC_epi, bSG_s, bSG_g = self.epilogue_views(
+            acc, tiled_mma, atom_c, gC, sC, tidx)
+        epi_n = cute.size(gC_epi, mode=[1])
+        epi_shape = gC_epi.shape[1]
+        epi_layout = cute.make_layout(epi_shape, stride=(epi_shape[1], 1))
+        for e in cutlass.range_constexpr(epi_n):
+            for v in cutlass.range_constexpr(cute.size(rD)):
+                rD[v] = tRS_acc[e * cute.size(rD) + v]
+            out = cute.make_rmem_tensor_like(rD_layout, self.c_dtype)
+            out.store(rD.load().to(self.c_dtype))
+            buf = (done * epi_n + e) % EPI_STAGES
+            cute.copy(tiled_r2s, out, tRS_sC[(None, None, None, buf)])
+            cute.arch.fence_proxy("async.shared", space="cta")
+            self.epi_bar.arrive_and_wait()
+            if warp == 4:                               # first consumer warp stores
+                cute.copy(atom_c, bSG_s[(None, buf)], bSG_g[(None, epi_layout.get_hier_coord(e))])
+                store_pipe.producer_commit()
+                store_pipe.producer_acquire()
+            self.epi_bar.arrive_and_wait()
+
+
+def sm_count() -> int:
+    """SMs of the current GPU (the persistent grid: one cluster per SM, or per cluster-size SMs)."""
+    import torch
+    return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
+
+
+def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1)):
+    """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
+    from .gemm import operands, run_cached
+    sms = sm_count()
+    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms)
+    run_cached(key, lambda: WsGemm(persistent, cluster, sms), operands(a, b, c))
+    return c
