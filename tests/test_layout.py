@@ -118,3 +118,10 @@ def test_no_import_cycle(graph):
 def test_kernel_sources_live_with_their_stack():
     for cu in UTILS.rglob("*.cu"):
         assert cu.parent.name in ("cuda_cpp", "tma"), f"{cu}: CUDA sources belong to the stack that compiles them"
+
+
+def test_pyproject_lists_every_package():
+    import tomllib
+    declared = set(tomllib.loads((UTILS.parent / "pyproject.toml").read_text())["tool"]["setuptools"]["packages"])
+    packages = {"utils"} | {f"utils.{p.name}" for p in UTILS.iterdir() if (p / "__init__.py").exists()}
+    assert declared == packages, f"pyproject.toml [tool.setuptools] packages should be {sorted(packages)}"
