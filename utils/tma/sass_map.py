@@ -22,29 +22,24 @@ PTX_TO_SASS = {   # PTX instruction -> the SASS opcode family it becomes (the fa
     "mbarrier.try_wait.parity": r"SYNCS\.PHASECHK[\w.]*",
     "cp.async.bulk.tensor (store: shared -> global)": r"UTMASTG[\w.]*",
 }
-HINTS = {
-    "LDG": "LDG/STG/LDS are thread loads and stores; a tensor copy is one instruction to the TMA unit",
-    "SYNCS": "SYNCS is the family of every mbarrier operation: name the operation too",
-}
+THREAD_OPS = ("LDG", "STG", "LDS", "STS")
+THREAD_HINT = "LDG/STG/LDS are thread loads and stores; a tensor copy is one instruction to the TMA unit"
+SYNCS_HINT = "SYNCS is the family of every mbarrier operation: name the operation too"
 
 
 def kernel_sass(name: str = KERNEL) -> str:
     """The SASS listing of one kernel of the course's TMA teaching kernels."""
     from .runtime import ptx
-    listing = sass.sass(ptx())
-    parts = re.split(r"\n\s*Function : ", listing)
-    found = [p for p in parts[1:] if p.split()[0] == name]
-    if not found:
+    found = sass.functions(sass.sass(ptx()))
+    if name not in found:
         raise RuntimeError(f"no kernel {name!r} in the SASS listing")
-    return found[0]
+    return found[name]
 
 
 @functools.lru_cache(maxsize=None)
 def opcodes() -> dict:
     """``{ptx instruction: the full SASS opcode}`` as this machine's ptxas emits it."""
-    ops = set(re.findall(r"\b([A-Z][A-Z0-9_]*(?:\.[A-Z0-9_]+)*)\b", " ".join(
-        ln.split("*/", 1)[1].split(";")[0] for ln in kernel_sass().splitlines()
-        if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln))))
+    ops = {re.sub(r"^@!?U?P\w+ ", "", i).split()[0] for i in sass.instructions(kernel_sass())}
     out = {}
     for ptx_ins, family in PTX_TO_SASS.items():
         hits = sorted(o for o in ops if re.fullmatch(family, o))
@@ -68,11 +63,10 @@ def _hint(got: str, want: dict) -> str:
     for other, full in want.items():
         if _names_only(got, full, want.values()):
             return f"{got} is what {other} becomes"
-    base = got.split(".")[0]
-    if base in ("LDG", "STG", "LDS", "STS"):
-        return HINTS["LDG"]
+    if got.split(".")[0] in THREAD_OPS:
+        return THREAD_HINT
     if got == "SYNCS":
-        return HINTS["SYNCS"]
+        return SYNCS_HINT
     return "read the SASS listing above: find the line where the copy or the barrier operation is issued"
 
 

@@ -87,10 +87,22 @@ def sass(ptx_text: str, arch: str = "sm_90a") -> str:
     return _dump(ptx_text, arch, "-sass")
 
 
+def instructions(listing: str) -> list:
+    """The instructions of a listing, one string each (``"UTMALDG.2D [UR4], [UR16]"``): the
+    address comment, the trailing ``;`` and the encoding are dropped, comments are skipped."""
+    return [" ".join(ln.split("*/", 1)[1].split(";")[0].split()) for ln in listing.splitlines()
+            if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+
+
+def functions(listing: str) -> dict:
+    """``{kernel name: its part of the listing}``."""
+    return {part.split()[0]: part for part in re.split(r"\n\s*Function : ", listing)[1:]}
+
+
 def count(listing: str, families: dict = FAMILIES) -> dict:
     """How many instructions of each family the listing holds (static count, like ``ptx.count``)."""
-    lines = [ln for ln in listing.splitlines() if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
-    return {name: sum(bool(re.search(rx, ln)) for ln in lines) for name, rx in families.items()}
+    ins = instructions(listing)
+    return {name: sum(bool(re.search(rx, i)) for i in ins) for name, rx in families.items()}
 
 
 def registers(ptx_text: str, arch: str = "sm_90a") -> dict:
