@@ -46,3 +46,9 @@ def test_profile_failures_are_named(monkeypatch, stdout, rc, match):
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done)
     with pytest.raises(RuntimeError, match=match):
         ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum", "dram__bytes_write.sum"))
+
+
+@pytest.mark.parametrize("bad", [0, -1, "2", 1.5])
+def test_profile_refuses_bad_launch_count(bad):
+    with pytest.raises(ValueError, match="launch_count must be a positive int"):
+        ncu.profile(["true"], ".", launch_count=bad)

@@ -234,3 +234,29 @@ extern "C" __global__ void column_read(const __grid_constant__ TensorMap map, in
   if (threadIdx.x == 0) cycles[blockIdx.x] = (t1 - t0) / reps;
   sink[threadIdx.x] = acc;
 }
+
+// (g) Load one box, then one warp reads it back from shared memory: thread t loads the 16 bytes
+// at byte offset offsets[t] of the box image, `reps` times (ld.volatile, so ptxas keeps every
+// load), and writes what it read to out[t]. The caller takes the offsets from the NumPy model
+// (where it says a column's chunks sit, swizzle included) and checks the values against the
+// tensor; Nsight Compute counts the shared-memory wavefronts the reads cost.
+extern "C" __global__ void shared_read_at(const __grid_constant__ TensorMap map, int rank, Coords k,
+                                          unsigned expect_bytes, const int* offsets, int reps,
+                                          uint4* out, int* status, unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  unsigned bar = smem_addr(&bar_storage);
+  if (threadIdx.x == 0) mbar_init(bar, 1);
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    mbar_expect_tx(bar, expect_bytes);
+    tma_load(rank, smem_addr(smem), &map, k, bar);
+  }
+  if (!mbar_wait_bounded(bar, 0, timeout_ns)) { if (threadIdx.x == 0) atomicExch(status, 1); return; }
+  unsigned addr = smem_addr(smem + offsets[threadIdx.x]);
+  unsigned a = 0, b = 0, c = 0, d = 0;
+  for (int r = 0; r < reps; ++r)
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];"
+                 : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
+  out[threadIdx.x] = make_uint4(a, b, c, d);
+}
