@@ -22,13 +22,17 @@ class Instr(NamedTuple):
 
 
 def kernel_body(ptx: str, name: str) -> str:
-    """The body of ``.entry name`` in ``ptx`` (ValueError if there is none)."""
+    """The body of ``.entry name`` in ``ptx`` (ValueError if there is none): up to the last ``}``
+    in column 0 before the next kernel, since inline-asm blocks (``{ .reg .pred p; ... }``) may
+    close in column 0 inside the body."""
     m = re.search(r"\.entry\s+" + re.escape(name) + r"\s*\(", ptx)
     if not m:
         raise ValueError(f"the PTX has no kernel named {name!r}")
     start = ptx.index("{", ptx.index(")", m.end()))
-    end = re.compile(r"^}", re.M).search(ptx, start)
-    return ptx[start + 1: end.start() if end else len(ptx)]
+    nxt = re.compile(r"^(// \.globl|\.visible|\.entry|\.weak)", re.M).search(ptx, start)
+    stop = nxt.start() if nxt else len(ptx)
+    end = ptx.rfind("\n}", start, stop)
+    return ptx[start + 1: end if end >= 0 else stop]
 
 
 def parse(body: str) -> tuple[list, dict]:

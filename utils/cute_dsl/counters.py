@@ -79,7 +79,7 @@ def measure_broadcast_lrc(M: int = 4096, N: int = 4096) -> list:
     rows = []
     for (name, (R, mc)), k in zip(BROADCAST.items(), kernels):
         b = _lrc_bytes(k)
-        rows.append(dict(name=name, metric="count", value=b["read_from_l2_bytes"], **b,
+        rows.append(dict(name=name, metric="bytes", value=b["read_from_l2_bytes"], **b,
                          unit="bytes read from L2 (ncu, LRC)", cluster=R, multicast=mc, tool="ncu",
                          requested_bytes=l2_bytes_read((M, N), 2, R, mc), dram_read_bytes=k["dram__bytes_read.sum"],
                          reference=None, reference_value=None, ratio=None, shape=[M, N], dtype="float16"))

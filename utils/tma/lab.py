@@ -1,0 +1,104 @@
+"""Day 5 · 08, the debugging lab: broken TMA kernels (``broken_kernels.cu``) read on any machine.
+
+Every lab kernel is the correct ``lab_fixed`` with one line changed. :func:`listing` numbers a
+kernel's source, :func:`diff` shows the PTX or SASS instructions in which it differs from the
+correct kernel (sm_90a PTX from NVRTC, SASS from the ptxas in Triton's wheel, no GPU needed), and
+:func:`fence_gap` finds a path on which the threads' shared-memory writes reach a TMA store without
+``fence.proxy.async``. Running the kernels (in a subprocess, on Hopper) is :mod:`.lab_run`; the
+exercise check is :mod:`.lab_checks`.
+"""
+from __future__ import annotations
+
+import difflib
+import functools
+import itertools
+import pathlib
+import re
+
+from . import runtime
+
+SOURCE = runtime.SOURCE + "\n" + pathlib.Path(__file__).with_name("broken_kernels.cu").read_text()
+FIXED = "lab_fixed"
+SECTIONS = ("lab_hang", "lab_expect_tx", "lab_phase", "lab_fence", "lab_negative", "lab_misaligned")
+MYSTERIES = tuple(f"lab_mystery_{i}" for i in range(1, 7))
+KERNELS = (FIXED,) + SECTIONS + MYSTERIES
+
+
+def known(name) -> str:
+    """``name`` if it is a lab kernel, else ValueError listing them."""
+    if name not in KERNELS:
+        raise ValueError(f"no lab kernel named {name!r}; the lab's kernels are {KERNELS}")
+    return name
+
+
+def source(name: str) -> str:
+    """The CUDA source of lab kernel ``name`` (from ``extern`` to its closing brace)."""
+    start = SOURCE.index(f'extern "C" __global__ void {known(name)}(')
+    return SOURCE[start:SOURCE.index("\n}\n", start) + 2]
+
+
+def listing(name: str) -> str:
+    """:func:`source` with line numbers (the numbers the exercises ask for)."""
+    return "\n".join(f"{i:>2}  {line}" for i, line in enumerate(source(name).splitlines(), 1))
+
+
+@functools.lru_cache(maxsize=None)
+def ptx() -> str:
+    """sm_90a PTX of the teaching kernels and the lab's kernels (NVRTC; any machine)."""
+    from ..cuda_cpp.nvrtc import nvrtc_ptx
+    return nvrtc_ptx(SOURCE, name="broken_kernels.cu")
+
+
+@functools.lru_cache(maxsize=None)
+def _sass_functions() -> dict:
+    from ..triton_lang import sass
+    return sass.functions(sass.sass(ptx()))
+
+
+def _normal(line: str, name: str) -> str:
+    """One instruction with the names that change from kernel to kernel made equal: register
+    numbers, labels, the kernel's own name in its parameters, branch targets."""
+    line = line.replace(name, "K")
+    line = re.sub(r"(%[a-z]+)\d+", r"\1", line)
+    line = re.sub(r"\$L__\w+", "$L", line)
+    line = re.sub(r"\b(U?R|U?P)\d+\b", r"\1", line)
+    return re.sub(r"((?:BRA|BSSY|CALL|JMP)\S*\s.*)0x[0-9a-f]+", r"\1<target>", line)
+
+
+def body(name: str) -> str:
+    """The PTX body of kernel ``name``."""
+    from ..core.ptx_paths import kernel_body
+    return kernel_body(ptx(), known(name))
+
+
+def instructions(name: str, level: str = "ptx") -> list:
+    """Kernel ``name``'s instructions, normalised (:func:`_normal`), at ``level`` "ptx" or "sass"."""
+    from ..core.ptx_paths import parse
+    from ..triton_lang import sass
+    if level == "ptx":
+        lines = [i.text for i in parse(body(name))[0]]
+    elif level == "sass":
+        lines = sass.instructions(_sass_functions()[known(name)])
+    else:
+        raise ValueError(f"level must be 'ptx' or 'sass', got {level!r}")
+    return [_normal(s, name) for s in lines]
+
+
+def diff(name: str, level: str = "ptx", against: str = FIXED) -> list:
+    """The instructions that differ between kernel ``name`` and ``against`` (the correct kernel):
+    ``["- <only in against>", "+ <only in name>", ...]``, in order."""
+    a, b = instructions(against, level), instructions(name, level)
+    out = []
+    for op, i1, i2, j1, j2 in difflib.SequenceMatcher(None, a, b, autojunk=False).get_opcodes():
+        if op != "equal":
+            out += [f"- {s}" for s in a[i1:i2]] + [f"+ {s}" for s in b[j1:j2]]
+    runs = [(line, len(list(group))) for line, group in itertools.groupby(out)]   # one line per run
+    return [line if n == 1 else f"{line}   (x{n})" for line, n in runs]
+
+
+def fence_gap(name: str):
+    """A PTX path (list of instructions) of kernel ``name`` from a thread's shared-memory write to a
+    TMA store that passes no ``fence.proxy.async``; None when every path is fenced."""
+    from ..core.ptx_paths import path_avoiding
+    from .exercises import _is_proxy_fence, _is_smem_write, _is_tma_store
+    return path_avoiding(body(name), _is_smem_write, _is_tma_store, _is_proxy_fence)
