@@ -152,3 +152,18 @@ def test_child_reports_instead_of_crashing_without_a_gpu():
     rep = lab_run.run("lab_fixed", runs=1, timeout_s=120)
     assert rep["kernel"] == "lab_fixed" and not rep["killed"]
     assert rep["exit_status"] != 0 and rep["cuda_error"]
+
+
+def test_broken_kernels_are_lab_fixed_with_their_edited_lines_only():
+    fixed = lab.source(lab.FIXED).splitlines()
+    for name, edits in lab.EDITS.items():
+        lines = lab.source(name).splitlines()
+        assert len(lines) == len(fixed), name
+        changed = {i for i, (a, b) in enumerate(zip(fixed, lines), 1) if a != b and i > 2}
+        assert changed == set(edits), (name, changed)
+
+
+def test_an_edit_that_changes_nothing_is_refused(monkeypatch):
+    monkeypatch.setitem(lab.EDITS, "lab_hang", {6: "  if (threadIdx.x == 0) mbar_init(bar, 1);"})
+    with pytest.raises(ValueError, match="changes nothing"):
+        lab._broken("lab_hang")

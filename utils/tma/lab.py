@@ -17,11 +17,47 @@ import re
 
 from . import runtime
 
-SOURCE = runtime.SOURCE + "\n" + pathlib.Path(__file__).with_name("broken_kernels.cu").read_text()
 FIXED = "lab_fixed"
+_FIXED_CU = pathlib.Path(__file__).with_name("broken_kernels.cu").read_text()
+_WAIT = "    if (!mbar_wait_bounded(bar, {}, timeout_ns)) {{ if (threadIdx.x == 0) atomicExch(status, 1); return; }}"
+_COORDS = "    Coords k = {{{{{}, {}, 0, 0, 0}}}};"
+_DOUBLE = "    for (int i = threadIdx.x; i < TILE; i += blockDim.x) tile[i] *= 2.0f;"
+_FENCE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
+# Every broken kernel is lab_fixed with these lines replaced (numbered as `listing` prints them):
+# the six bugs of the notebook's sections 2.1-2.6, then the six exercises' mystery kernels.
+EDITS = {
+    "lab_hang": {6: "  if (threadIdx.x == 0) mbar_init(bar, blockDim.x);"},
+    "lab_expect_tx": {11: "      mbar_expect_tx(bar, TILE);"},
+    "lab_phase": {14: _WAIT.format("0")},
+    "lab_fence": {16: "    __threadfence_block();"},
+    "lab_negative": {9: _COORDS.format("(t % tiles_x) * BOX_X", "rows - (t / tiles_x + 1) * BOX_Y")},
+    "lab_misaligned": {4: "  float* tile = (float*)(smem_base() + 16);"},
+    "lab_mystery_1": {14: _WAIT.format("(it & 1) ^ 1")},
+    "lab_mystery_2": {9: _COORDS.format("cols - (t % tiles_x + 1) * BOX_X", "(t / tiles_x) * BOX_Y")},
+    "lab_mystery_3": {11: "      mbar_expect_tx(bar, BOX_X * BOX_X * 4);"},
+    "lab_mystery_4": {15: _FENCE, 16: _DOUBLE},
+    "lab_mystery_5": {4: "  float* tile = (float*)(smem_base() + 64);"},
+    "lab_mystery_6": {6: "  if (threadIdx.x == 0) mbar_init(bar, blockDim.x / 32);"},
+}
 SECTIONS = ("lab_hang", "lab_expect_tx", "lab_phase", "lab_fence", "lab_negative", "lab_misaligned")
 MYSTERIES = tuple(f"lab_mystery_{i}" for i in range(1, 7))
 KERNELS = (FIXED,) + SECTIONS + MYSTERIES
+
+
+def _broken(name: str) -> str:
+    """lab_fixed's source renamed to ``name``, with ``EDITS[name]`` applied."""
+    start = _FIXED_CU.index(f'extern "C" __global__ void {FIXED}(')
+    lines = _FIXED_CU[start:_FIXED_CU.index("\n}\n", start) + 2].splitlines()
+    lines[0] = lines[0].replace(f"{FIXED}(", f"{name}(")
+    lines[1] = " " * (lines[0].index("(") + 1) + lines[1].lstrip()
+    for number, text in EDITS[name].items():
+        if lines[number - 1].strip() == text.strip():
+            raise ValueError(f"{name}: the edit of line {number} changes nothing")
+        lines[number - 1] = text
+    return "\n".join(lines) + "\n"
+
+
+SOURCE = "\n".join([runtime.SOURCE, _FIXED_CU, *(_broken(n) for n in SECTIONS + MYSTERIES)])
 
 
 def known(name) -> str:
