@@ -1,11 +1,11 @@
-"""Day 5 · 08, the debugging lab: broken TMA kernels (``broken_kernels.cu``) read on any machine.
+"""Day 5 · 08, the debugging lab: broken TMA kernels read on any machine.
 
-Every lab kernel is the correct ``lab_fixed`` with one line changed. :func:`listing` numbers a
-kernel's source, :func:`diff` shows the PTX or SASS instructions in which it differs from the
-correct kernel (sm_90a PTX from NVRTC, SASS from the ptxas in Triton's wheel, no GPU needed), and
-:func:`fence_gap` finds a path on which the threads' shared-memory writes reach a TMA store without
-``fence.proxy.async``. Running the kernels (in a subprocess, on Hopper) is :mod:`.lab_run`; the
-exercise check is :mod:`.lab_checks`.
+Every lab kernel is the correct ``lab_fixed`` (``lab_fixed.cu``) with one line changed
+(:data:`EDITS`). :func:`listing` numbers a kernel's source, :func:`diff` shows the PTX or SASS
+instructions in which it differs from the correct kernel (sm_90a PTX from NVRTC, SASS from the
+ptxas in Triton's wheel, no GPU needed), and :func:`fence_gap` finds a path on which the threads'
+shared-memory writes reach a TMA store without ``fence.proxy.async``. Running the kernels (in a
+subprocess, on Hopper) is :mod:`.lab_run`; the exercise check is :mod:`.lab_checks`.
 """
 from __future__ import annotations
 
@@ -18,7 +18,7 @@ import re
 from . import runtime
 
 FIXED = "lab_fixed"
-_FIXED_CU = pathlib.Path(__file__).with_name("broken_kernels.cu").read_text()
+_FIXED_CU = pathlib.Path(__file__).with_name("lab_fixed.cu").read_text()
 _WAIT = "    if (!mbar_wait_bounded(bar, {}, timeout_ns)) {{ if (threadIdx.x == 0) atomicExch(status, 1); return; }}"
 _COORDS = "    Coords k = {{{{{}, {}, 0, 0, 0}}}};"
 _DOUBLE = "    for (int i = threadIdx.x; i < TILE; i += blockDim.x) tile[i] *= 2.0f;"
@@ -82,7 +82,7 @@ def listing(name: str) -> str:
 def ptx() -> str:
     """sm_90a PTX of the teaching kernels and the lab's kernels (NVRTC; any machine)."""
     from ..cuda_cpp.nvrtc import nvrtc_ptx
-    return nvrtc_ptx(SOURCE, name="broken_kernels.cu")
+    return nvrtc_ptx(SOURCE, name="lab_fixed.cu")
 
 
 @functools.lru_cache(maxsize=None)

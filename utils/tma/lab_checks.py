@@ -1,6 +1,6 @@
-"""Exercise check for ``day05_tma/08_below_ptx``: find the bug in each mystery kernel of
-``broken_kernels.cu``. An answer names the line (as numbered by :func:`utils.tma.lab.listing`) and
-the diagnosis, one of :data:`DIAGNOSES`; ``{"line": None, "diagnosis": "?"}`` is "not attempted".
+"""Exercise check for ``day05_tma/08_below_ptx``: find the bug in each mystery kernel
+(``lab_fixed`` with one line changed by :data:`utils.tma.lab.EDITS`). An answer names the line
+(as numbered by :func:`utils.tma.lab.listing`) and the diagnosis, one of :data:`DIAGNOSES`; ``{"line": None, "diagnosis": "?"}`` is "not attempted".
 """
 from __future__ import annotations
 
@@ -49,7 +49,7 @@ def bug_line(name: str) -> int:
     lines = lab.source(name).splitlines()
     hits = [i for i, line in enumerate(lines, 1) if ANSWERS[name][1] in line]
     if len(hits) != 1:
-        raise RuntimeError(f"{name}: expected the bug on one line, found {hits}: broken_kernels.cu changed")
+        raise RuntimeError(f"{name}: expected the bug on one line, found {hits}: lab_fixed.cu changed")
     return hits[0]
 
 
