@@ -77,3 +77,31 @@ def test_metric_names_are_ncu_names():
     assert len(set(gc.METRICS)) == len(gc.METRICS)
     assert {m.split("__")[0] for m in gc.METRICS} == {"gpu", "sm", "smsp", "launch", "dram", "lrc"}
     assert set(gc.BROADCAST.values()) == {(2, False), (2, True), (4, False), (4, True)}
+
+
+def _fake_profile(calls):
+    """ncu.profile stand-in: one launch per TRAFFIC entry, each metric 1 sector / byte."""
+    def profile(argv, regex, metrics=(), cwd=None, **kw):
+        calls.append((regex, tuple(metrics), argv[-1]))
+        return [{"kernel": "broadcast_kernel", **{m: 2.0**20 for m in metrics}} for _ in gc.TRAFFIC]
+    return profile
+
+
+def test_both_broadcast_measurements_profile_through_one_helper(monkeypatch):
+    from utils.core import ncu
+    from utils.cute_dsl import measure
+    calls = []
+    monkeypatch.setattr(ncu, "profile", _fake_profile(calls))
+    traffic = measure.measure_multicast_traffic(256, 256)
+    lrc = gc.measure_broadcast_lrc(256, 256)
+    assert [c[0] for c in calls] == ["broadcast_kernel"] * 2 and "broadcast_once(256, 256)" in calls[0][2]
+    assert calls[0][1] == ncu.L2_DRAM and set(gc.LRC.values()) <= set(calls[1][1])
+    assert len(traffic) == len(lrc) == len(gc.TRAFFIC)
+    assert [r["name"] for r in lrc] == list(gc.BROADCAST) and all(r["metric"] == "bytes" for r in lrc)
+
+
+def test_a_missing_broadcast_launch_is_an_error(monkeypatch):
+    from utils.core import ncu
+    monkeypatch.setattr(ncu, "profile", lambda *a, **k: [{"kernel": "broadcast_kernel"}])
+    with pytest.raises(RuntimeError, match="broadcast launches, ncu saw 1"):
+        gc.measure_broadcast_lrc()

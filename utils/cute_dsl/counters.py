@@ -17,7 +17,7 @@ from __future__ import annotations
 
 from ..core import ncu
 from .gemm import TILE_MNK
-from .measure import TRAFFIC
+from .measure import TRAFFIC, profile_broadcast
 
 STEPS = {"CuteDSL TMA+WGMMA, 4 stages": dict(stages=4),
          "CuteDSL TMA+WGMMA, warp-specialized persistent": dict(variant="ws", persistent=True),
@@ -68,14 +68,8 @@ BROADCAST = {name.replace("counters", "LRC"): v for name, v in TRAFFIC.items()} 
 def measure_broadcast_lrc(M: int = 4096, N: int = 4096) -> list:
     """Notebook 04's broadcast (each CTA of a cluster gets the whole tile) under ncu with the LRC
     counters: one row per ``measure.TRAFFIC`` launch, ``value`` = bytes read from L2."""
-    import pathlib
-    import sys
     from .tma import l2_bytes_read
-    root = pathlib.Path(__file__).resolve().parents[2]
-    kernels = ncu.profile([sys.executable, "-c", f"from utils.cute_dsl import measure; measure.broadcast_once({M}, {N})"],
-                          "broadcast_kernel", metrics=(*LRC.values(), "dram__bytes_read.sum"), cwd=root)
-    if len(kernels) != len(BROADCAST):
-        raise RuntimeError(f"expected {len(BROADCAST)} broadcast launches, ncu saw {len(kernels)}")
+    kernels = profile_broadcast((*LRC.values(), "dram__bytes_read.sum"), M, N)
     rows = []
     for (name, (R, mc)), k in zip(BROADCAST.items(), kernels):
         b = _lrc_bytes(k)

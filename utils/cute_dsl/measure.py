@@ -128,19 +128,27 @@ def broadcast_once(M: int = 4096, N: int = 4096) -> None:
         assert torch.equal(y, x.repeat(R, 1)), f"broadcast R={R} multicast={mc} wrote wrong values"
 
 
+def profile_broadcast(metrics, M: int = 4096, N: int = 4096) -> list:
+    """``broadcast_once`` in a fresh process under ncu: one dict of ``metrics`` per ``TRAFFIC``
+    launch, in order."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    root = pathlib.Path(__file__).resolve().parents[2]
+    kernels = ncu.profile([sys.executable, "-c", f"from utils.cute_dsl import measure; "
+                           f"measure.broadcast_once({M}, {N})"], "broadcast_kernel", metrics=metrics, cwd=root)
+    if len(kernels) != len(TRAFFIC):
+        raise RuntimeError(f"expected {len(TRAFFIC)} broadcast launches, ncu saw {len(kernels)}")
+    return kernels
+
+
 def measure_multicast_traffic(M: int = 4096, N: int = 4096) -> list:
     """Hardware counters (ncu) of the broadcast kernel: sectors read at L2 and bytes read from /
     written to DRAM, for every CTA loading its tile vs multicast, clusters of 2 and 4. One row per
     launch, ``value`` = bytes read at L2, ratio against the same cluster without multicast."""
-    import pathlib
-    import sys
     from ..core import ncu
     from .tma import l2_bytes_read
-    root = pathlib.Path(__file__).resolve().parents[2]
-    kernels = ncu.profile([sys.executable, "-c", f"from utils.cute_dsl import measure; "
-                           f"measure.broadcast_once({M}, {N})"], "broadcast_kernel", cwd=root)
-    if len(kernels) != len(TRAFFIC):
-        raise RuntimeError(f"expected {len(TRAFFIC)} broadcast launches, ncu saw {len(kernels)}")
+    kernels = profile_broadcast(ncu.L2_DRAM, M, N)
     rows = []
     for (name, (R, mc)), k in zip(TRAFFIC.items(), kernels):
         rows.append(dict(name=name, metric="count", value=k["lts__t_sectors_op_read.sum"] * ncu.SECTOR_BYTES,

@@ -91,11 +91,19 @@ def sass(source, arch: str = "sm_90a") -> str:
     return _dump(source, arch, "-sass")
 
 
+_LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s*([^;]*);")
+
+
+def _addressed(listing: str) -> list:
+    """``[(address, instruction)]`` of every instruction line of a listing."""
+    return [(int(m.group(1), 16), " ".join(m.group(2).split()))
+            for m in map(_LINE.match, listing.splitlines()) if m]
+
+
 def instructions(listing: str) -> list:
     """The instructions of a listing, one string each (``"UTMALDG.2D [UR4], [UR16]"``): the
     address comment, the trailing ``;`` and the encoding are dropped, comments are skipped."""
-    return [" ".join(ln.split("*/", 1)[1].split(";")[0].split()) for ln in listing.splitlines()
-            if re.match(r"\s*/\*[0-9a-f]{4}\*/", ln)]
+    return [i for _, i in _addressed(listing)]
 
 
 def functions(listing: str) -> dict:
@@ -132,7 +140,6 @@ LOOP_FAMILIES = {
     "STSM": r"\bSTSM\.", "USETMAXREG": r"\bUSETMAXREG\.",
 }
 REGISTER_FILE = 65536            # 32-bit registers per SM on Hopper (and the most one CTA may use)
-_LINE = re.compile(r"\s*/\*([0-9a-f]{4,})\*/\s*([^;]*);")
 _BRA = re.compile(r"\bBRA\b[^;]*?0x([0-9a-f]+)\s*$")
 
 
@@ -143,7 +150,7 @@ def _one_kernel(listing: str) -> list:
     if len(functions(listing)) > 1:
         raise ValueError(f"the listing holds {len(functions(listing))} kernels: pick one with "
                          "sass.functions(listing)[name]")
-    ins = [(int(m.group(1), 16), " ".join(m.group(2).split())) for m in map(_LINE.match, listing.splitlines()) if m]
+    ins = _addressed(listing)
     if not ins:
         raise ValueError("no SASS instruction lines in this text: pass the output of sass.sass(...)")
     return ins
