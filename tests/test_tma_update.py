@@ -1,7 +1,8 @@
 """Descriptors updated on the device (issue 15): the model of a group's descriptor (same rules as
 the host's), the fields to replace, the fence order and their exercise checks, and the CUDA
 source read on the CPU: its PTX holds every instruction, its SASS the expected opcodes. Nothing
-here runs on a GPU."""
+here runs on a GPU (utils/tma/update_run.py runs the kernels on Hopper; its input checks are in
+tests/test_update_run.py)."""
 import functools
 import re
 
@@ -137,6 +138,9 @@ def test_sass_opcodes():
     k = _sass()
     assert set(k) == set(update.KERNELS)
     grouped, reduce_ = " | ".join(k["grouped_load_updated"]), " | ".join(k["splitk_reduce_add"])
+    race = " | ".join(k["update_race"])
+    for op in ("UTMALDG.2D", "UTMACCTL.IV", "STG.E.64"):        # load, acquire, the replace in global memory
+        assert op in race, op
     assert "UTMAREDG.2D.ADD" in reduce_ and "UTMALDG" not in reduce_
     for op in ("UTMALDG.2D", "UTMACCTL.IV", "UTMACCTL.PF", "UTMACMDFLUSH", "ATOMG.E.EXCH.STRONG.GPU", "MEMBAR.ALL.GPU"):
         assert op in grouped, op
@@ -157,8 +161,36 @@ def test_sass_of_the_release_fence_and_the_acquire():
     assert at["UTMACCTL.IV"] < at["UTMACCTL.PF"] < at["UTMALDG"]       # acquire, prefetch, load
 
 
-def test_the_source_says_it_has_not_run():
-    assert "NOT YET RUN ON A GPU" in update.SOURCE and "NOT yet run" in update.__doc__
+def _op(instruction):
+    """The opcode of a SASS instruction, its predicate (``@P0``, ``@!UP1``) dropped."""
+    parts = instruction.split()
+    return parts[1] if parts[0].startswith("@") else parts[0]
+
+
+def test_sass_of_update_race():
+    race = _sass()["update_race"]
+    ops = [_op(i) for i in race]
+    # two loads through the slot; an acquire at the start and the optional one after the replace
+    assert ops.count("UTMALDG.2D") == 2 and ops.count("UTMACCTL.IV") == 2
+    assert {o for o in ops if o.startswith("UTMA")} == {"UTMALDG.2D", "UTMACCTL.IV", "UTMACMDFLUSH"}
+    # the replace of global_address in GLOBAL memory: one 64-bit store into the slot, no shared copy
+    assert ops.count("STG.E.64") == 1 and "STS.64" not in ops and "UTMACCTL.PF" not in ops
+    load = [n for n, o in enumerate(ops) if o == "UTMALDG.2D"]
+    iv = [n for n, o in enumerate(ops) if o == "UTMACCTL.IV"]
+    replace, release = ops.index("STG.E.64"), ops.index("MEMBAR.ALL.GPU")
+    assert iv[0] < load[0] < replace < release < iv[1] < load[1]     # acquire, load 1, replace, release, acquire, load 2
+    assert [o for o in ops if re.match(r"MEMBAR|ERRBAR|CGAERRBAR", o)] == \
+           ["MEMBAR.ALL.CTA", "MEMBAR.ALL.GPU", "ERRBAR", "CGAERRBAR"]
+
+
+def test_the_source_and_doc_no_longer_claim_it_has_not_run():
+    import inspect
+    not_run = re.compile(r"not\s+(yet\s+)?(been\s+)?run|run on a GPU yet|has not run|nothing here has run", re.I)
+    for what, text in (("update_kernels.cu", update.SOURCE), ("update.__doc__", update.__doc__),
+                       ("update.py", inspect.getsource(update))):
+        assert not not_run.search(text), f"{what}: {not_run.search(text).group(0)!r}"
+    assert "update_run" in update.__doc__ and "utils/tma/update_run.py" in update.SOURCE
+    assert update.KERNELS == ("grouped_load_updated", "update_race", "splitk_reduce_add")
 
 
 # ---- exercise: the fields to replace ----

@@ -8,8 +8,8 @@ grid leaves most SMs idle and the time is bounded by reading B once from HBM.
   reference :func:`split_k_ref`, the same sum through the TMA reduce-add model
   (:func:`split_k_model`), and the fp32 error bound it must meet (:func:`splitk_tolerance`).
 
-Everything here runs on a CPU; the GPU kernels that will be checked against it are not written
-or run yet (issue 15).
+Everything here runs on a CPU. The GPU kernels checked against it are in :mod:`.skinny_triton`, measured
+by :mod:`.skinny_measure` (notebook ``day05_tma/06``).
 """
 from __future__ import annotations
 
@@ -141,6 +141,19 @@ def split_k_model(a, b, splits, BM, BN, BK=1, order=None):
     return reduce_partials(np.zeros((a.shape[0], b.shape[1]), np.float32), parts, (BM, BN), order)
 
 
+def splitk_bound(n, splits, mag, abs_ref, out_dtype="float32", reduce_dtype="float32"):
+    """The bound of :func:`splitk_tolerance` from its parts, for NumPy or torch arrays:
+    ``(n + splits) x 2^-24 x mag + u_out x abs_ref``, where ``n`` is the longest split's K length,
+    ``mag`` = |A| @ |B| and ``abs_ref`` = |A @ B|. When the partials are reduce-added in
+    ``reduce_dtype`` fp16/bf16 rather than fp32, each of the ``splits`` adds rounds the running
+    sum (at most ``mag``) once more: ``+ splits x u_reduce x mag``."""
+    for name, dt in (("out_dtype", out_dtype), ("reduce_dtype", reduce_dtype)):
+        if dt not in OUT_U:
+            raise ValueError(f"{name} must be one of {tuple(OUT_U)}, got {dt!r}")
+    _pos(n=n, splits=splits)
+    return (n + splits) * U32 * mag + OUT_U[out_dtype] * abs_ref + splits * OUT_U[reduce_dtype] * mag
+
+
 def splitk_tolerance(a, b, splits, BK=1, out_dtype="float32") -> np.ndarray:
     """The per-element error bound of split-K C against :func:`split_k_ref`, for fp32
     accumulation in ANY order: (n + s) x 2^-24 x (|A| @ |B|), plus the output rounding
@@ -159,4 +172,4 @@ def splitk_tolerance(a, b, splits, BK=1, out_dtype="float32") -> np.ndarray:
         raise ValueError(f"out_dtype must be one of {tuple(OUT_U)}, got {out_dtype!r}")
     n = max(k1 - k0 for k0, k1 in k_ranges(a.shape[1], splits, BK))
     mag = np.abs(a.astype(np.float64)) @ np.abs(b.astype(np.float64))
-    return (n + splits) * U32 * mag + OUT_U[out_dtype] * np.abs(split_k_ref(a, b, splits, BK))
+    return splitk_bound(n, splits, mag, np.abs(split_k_ref(a, b, splits, BK)), out_dtype)

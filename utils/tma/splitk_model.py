@@ -11,7 +11,8 @@ What the hardware does (PTX ISA, ``cp.reduce.async.bulk.tensor``, PTX ISA 8.0, s
   * the reduce adds to what C holds: C must be zeroed (or hold beta * C) before the first split.
 
 Verified on a CPU against a float64 reference (tests/test_skinny.py); the GPU kernel that does
-the same (``update_kernels.cu``: ``splitk_reduce_add``) is compiled and read, not yet run on a GPU.
+the same (``update_kernels.cu``: ``splitk_reduce_add``, launched by ``utils.tma.update_run.reduce_add``)
+runs on a Hopper GPU; the Triton kernels of notebook ``day05_tma/06`` use the same instruction.
 """
 from __future__ import annotations
 

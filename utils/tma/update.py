@@ -13,8 +13,9 @@ strides and fill stay: they describe the kernel's tile, the same for every group
 * :data:`FENCE_ORDERS` is the order of operations that makes the new descriptor visible to the
   TMA unit (the *tensormap proxy*), for an update in shared memory and one in global memory.
 * :func:`ptx` compiles ``update_kernels.cu`` for sm_90a; :data:`SASS_OF` is what ptxas made of
-  each instruction (read on a CPU). The kernels are compiled and read on any machine, NOT yet run
-  on a GPU.
+  each instruction (read on a CPU). The kernels are compiled and read on any machine and run on
+  a Hopper GPU by :mod:`.update_run` (``grouped_load_updated``, ``update_race``,
+  ``splitk_reduce_add``).
 
 PTX ISA sources (docs.nvidia.com/cuda/parallel-thread-execution): ``tensormap.replace`` (Data
 Movement and Conversion Instructions; PTX ISA 8.3, sm_90a; fields ``.global_address .rank``,
@@ -137,9 +138,10 @@ OPTIONAL = ("prefetch",)
 
 # ---- the CUDA source, read on a CPU ----
 SOURCE = pathlib.Path(__file__).with_name("update_kernels.cu").read_text()
-KERNELS = ("grouped_load_updated", "splitk_reduce_add")
+KERNELS = ("grouped_load_updated", "update_race", "splitk_reduce_add")
 # What ptxas (13.4, from Triton's wheel, -arch=sm_90a) made of each instruction: read from the
-# SASS on a CPU by tests/test_tma_update.py; nothing here has run on a GPU yet.
+# SASS on a CPU by tests/test_tma_update.py (any machine); the kernels run on Hopper through
+# utils/tma/update_run.py.
 SASS_OF = {
     "tensormap.replace (shared::cta)": "STS / STS.64 into the 128-B copy: the fields sit at fixed offsets "
                                        "(dims stored minus 1, the stride stored >> 4), no TMA instruction",

@@ -1,8 +1,8 @@
 // Descriptors updated on the device (grouped GEMM) and split-K partial tiles combined by a TMA
-// reduce-add: two small teaching kernels, inline PTX so every step is visible. No #include.
+// reduce-add: three small teaching kernels, inline PTX so every step is visible. No #include.
 //
-// STATUS: compiled for sm_90a with NVRTC and assembled with ptxas on a machine WITHOUT a GPU
-// (tests/test_tma_update.py reads the PTX and the SASS). NOT YET RUN ON A GPU.
+// Compiled for sm_90a with NVRTC and assembled with ptxas on any machine (tests/test_tma_update.py
+// reads the PTX and the SASS); run on a Hopper GPU by utils/tma/update_run.py.
 //
 // PTX ISA references (docs.nvidia.com/cuda/parallel-thread-execution):
 //  * tensormap.replace (Data Movement and Conversion Instructions): PTX ISA 8.3, sm_90a;
@@ -32,17 +32,27 @@ __device__ __forceinline__ bool try_wait(unsigned bar, unsigned parity) {
   return ok != 0;
 }
 
-// One CTA per group g. mode 0: copy the base descriptor to SHARED memory, replace the fields
-// there, publish it to slots[g] (global) with tensormap.cp_fenceproxy. mode 1: copy it to
-// slots[g] and replace the fields IN PLACE in global memory, then fence.proxy...release.
-// Either way the consumer acquires, prefetches, and loads box (0, 0) of group g into `out`.
-// box_bytes must be <= 16384 (the static tile); a launcher (not written yet) must check it.
-extern "C" __global__ void grouped_load_updated(const __grid_constant__ TensorMap base, const Group* groups,
+struct ByValue { TensorMap m[8]; };                   // 1 KiB of kernel parameters
+
+// One CTA per group g loads box (0, 0) of group g into `out`, the descriptor coming from one of
+// four places (the choices the notebook times; cycles[g] = clock64 from entry to the box's arrival):
+//  mode 0: the base descriptor copied to SHARED memory, fields replaced there, published to
+//          slots[g] (global) with tensormap.cp_fenceproxy;
+//  mode 1: the base copied to slots[g] and the fields replaced IN PLACE in global memory, then
+//          fence.proxy.tensormap::generic.release;
+//  mode 2: slots[g] encoded on the HOST (cuTensorMapEncodeTiled) and copied there before launch;
+//  mode 3: byval.m[g], encoded on the host and passed BY VALUE as a kernel parameter (g < 8).
+// Modes 0-2 acquire the slot (fence.proxy.tensormap::generic.acquire) and prefetch it.
+// box_bytes must be <= 16384 (the static tile): the launcher checks it.
+extern "C" __global__ void grouped_load_updated(const __grid_constant__ TensorMap base,
+                                                const __grid_constant__ ByValue byval, const Group* groups,
                                                 TensorMap* slots, int mode, unsigned box_bytes,
-                                                unsigned char* out, int* status, unsigned long long timeout_ns) {
+                                                unsigned char* out, long long* cycles, int* status,
+                                                unsigned long long timeout_ns) {
   __shared__ __align__(128) TensorMap sdesc;
   __shared__ __align__(128) unsigned char tile[16384];
   __shared__ __align__(8) unsigned long long bar_storage;
+  const long long t0 = clock64();
   const unsigned bar = smem_u32(&bar_storage);
   const Group grp = groups[blockIdx.x];
   TensorMap* gdesc = slots + blockIdx.x;             // 128-B slot in global memory, one per group
@@ -51,7 +61,7 @@ extern "C" __global__ void grouped_load_updated(const __grid_constant__ TensorMa
     asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(bar));
     asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
   }
-  if (threadIdx.x < 32) {                            // warp 0 builds the descriptor
+  if (threadIdx.x < 32 && mode < 2) {                // warp 0 builds the descriptor
     // (1) copy the 128-B base descriptor: 16 lanes x 8 B, generic proxy
     if (lane < 16) { if (mode == 0) sdesc.opaque[lane] = base.opaque[lane]; else gdesc->opaque[lane] = base.opaque[lane]; }
     __syncwarp();
@@ -79,20 +89,79 @@ extern "C" __global__ void grouped_load_updated(const __grid_constant__ TensorMa
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    // (4) acquire: the tensormap proxy is not acquired from the generic proxy at kernel start
-    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(gdesc) : "memory");
-    asm volatile("prefetch.tensormap [%0];" :: "l"(gdesc) : "memory");                 // (5) optional
+    const void* d = mode == 3 ? (const void*)&byval.m[blockIdx.x] : (const void*)gdesc;
+    if (mode < 3) {
+      // (4) acquire: the tensormap proxy is not acquired from the generic proxy at kernel start
+      asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(gdesc) : "memory");
+      asm volatile("prefetch.tensormap [%0];" :: "l"(gdesc) : "memory");               // (5) optional
+    }
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(box_bytes) : "memory");
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"  // (6) use it
-                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(smem_u32(tile)), "l"(gdesc), "r"(0), "r"(0), "r"(bar) : "memory");
+                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(smem_u32(tile)), "l"(d), "r"(0), "r"(0), "r"(bar) : "memory");
   }
   if (!try_wait(bar, 0)) {                           // bounded wait: a bad descriptor never hangs
     unsigned long long start = globaltimer();
     while (!try_wait(bar, 0))
       if (globaltimer() - start > timeout_ns) { if (threadIdx.x == 0) atomicExch(status, 1); return; }
   }
+  if (threadIdx.x == 0) cycles[blockIdx.x] = clock64() - t0;
   for (unsigned i = threadIdx.x; i < box_bytes && i < sizeof(tile); i += blockDim.x)
     out[(unsigned long long)blockIdx.x * box_bytes + i] = tile[i];
+}
+
+__device__ __forceinline__ void load_box(unsigned char* dst, const void* desc, unsigned bar, unsigned box_bytes) {
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" :: "r"(bar), "r"(box_bytes) : "memory");
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes"
+                 " [%0], [%1, {%2, %3}], [%4];" :: "r"(smem_u32(dst)), "l"(desc), "r"(0), "r"(0), "r"(bar) : "memory");
+  }
+}
+
+__device__ __forceinline__ bool wait_box(unsigned bar, unsigned parity, unsigned long long timeout_ns, int* status) {
+  if (try_wait(bar, parity)) return true;
+  unsigned long long start = globaltimer();
+  while (!try_wait(bar, parity))
+    if (globaltimer() - start > timeout_ns) { if (threadIdx.x == 0) atomicExch(status, 1); return false; }
+  return true;
+}
+
+// What goes wrong (notebook 06, part 3). slots[c] holds a host-encoded descriptor of X. CTA c:
+// load #1 of box (0, 0) through slots[c]; replace slots[c]'s global_address with new_ptr (Y, same
+// shape) IN GLOBAL MEMORY, then (flags bit 0) fence.proxy.tensormap::generic.release and
+// (bit 1) ...acquire; load #2 through slots[c]. Bit 2: do the replace while load #1 is still in
+// flight (before waiting for it) instead of after. out[c] = [tile of load #1 | tile of load #2]:
+// the host tells X's bytes from Y's.
+extern "C" __global__ void update_race(TensorMap* slots, unsigned long long new_ptr, int flags,
+                                       unsigned box_bytes, unsigned char* out, int* status,
+                                       unsigned long long timeout_ns) {
+  __shared__ __align__(128) unsigned char tile[2][8192];
+  __shared__ __align__(8) unsigned long long bars[2];
+  TensorMap* gdesc = slots + blockIdx.x;
+  const unsigned b0 = smem_u32(&bars[0]), b1 = smem_u32(&bars[1]);
+  if (threadIdx.x == 0) {
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b0));
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" :: "r"(b1));
+    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+    asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(gdesc) : "memory");
+  }
+  __syncthreads();
+  bool ok = true;
+  load_box(tile[0], gdesc, b0, box_bytes);
+  if (!(flags & 4)) ok = wait_box(b0, 0, timeout_ns, status);
+  if (threadIdx.x == 0) {
+    asm volatile("tensormap.replace.tile.global_address.global.b1024.b64 [%0], %1;" :: "l"(gdesc), "l"(new_ptr) : "memory");
+    if (flags & 1) asm volatile("fence.proxy.tensormap::generic.release.gpu;" ::: "memory");
+    if (flags & 2) asm volatile("fence.proxy.tensormap::generic.acquire.gpu [%0], 128;" :: "l"(gdesc) : "memory");
+  }
+  __syncthreads();
+  if (ok) load_box(tile[1], gdesc, b1, box_bytes);
+  if (flags & 4) ok = wait_box(b0, 0, timeout_ns, status) && ok;
+  ok = ok && wait_box(b1, 0, timeout_ns, status);
+  if (!ok) return;
+  for (unsigned i = threadIdx.x; i < box_bytes; i += blockDim.x) {
+    out[(unsigned long long)blockIdx.x * 2 * box_bytes + i] = tile[0][i];
+    out[(unsigned long long)blockIdx.x * 2 * box_bytes + box_bytes + i] = tile[1][i];
+  }
 }
 
 // Split-K combine: CTA (tile t = blockIdx.x, split s = blockIdx.y) holds its fp32 partial tile

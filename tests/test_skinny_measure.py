@@ -1,0 +1,245 @@
+"""The pure parts of utils.day05.skinny_measure (notebook day05_tma/06), on a CPU: the tile table,
+the contenders' configs, the reduce-add count of stream-K (against a brute-force walk of
+streamk_kernel), the MoE routing sizes, and the element-by-element checks the GPU measurements
+apply (a correct result passes, a planted wrong element does not). Plus the bound they use,
+utils.day05.skinny.splitk_bound."""
+import math
+import re
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+from utils.day05 import skinny, skinny_measure as sm  # noqa: E402
+
+U32, U16, UB16 = 2.0 ** -24, 2.0 ** -11, 2.0 ** -8
+
+
+# ---- tiles and configs ----
+
+@pytest.mark.parametrize("M, BM", [(1, 16), (8, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64),
+                                   (65, 128), (128, 128), (129, 128), (4096, 128)])
+def test_tile_m(M, BM):
+    assert sm.tile_m(M) == BM
+
+
+SHAPES = [(16, 8192, 8192, 132), (128, 8192, 8192, 132), (256, 8192, 8192, 132), (128, 4096, 4096, 132),
+          (32, 1024, 4096, 8), (64, 256, 256, 4)]
+
+
+@pytest.mark.parametrize("M, N, K, sms", SHAPES)
+def test_tile_configs(M, N, K, sms):
+    cfg = sm.tile_configs(M, N, K, sms)
+    assert tuple(cfg) == sm.STEPS
+    BM = sm.tile_m(M)
+    s = skinny.split_k(M, N, K, BM, 128, 64, sms)
+    assert cfg[sm.SPLIT32]["splits"] == cfg[sm.SPLIT16]["splits"] == s
+    assert cfg[sm.WIDE]["splits"] == cfg[sm.NARROW]["splits"] == 1
+    assert cfg[sm.STREAMK]["programs"] == sms and "splits" not in cfg[sm.STREAMK]
+    assert (cfg[sm.SPLIT32]["reduce"], cfg[sm.SPLIT16]["reduce"], cfg[sm.STREAMK]["reduce"]) == ("float32", "out", "out")
+    assert "reduce" not in cfg[sm.WIDE] and "reduce" not in cfg[sm.NARROW]
+    for name in (sm.WIDE, sm.SPLIT32, sm.SPLIT16):
+        assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 128, 64)
+        assert cfg[name]["num_warps"] == (8 if BM == 128 else 4)
+    for name in (sm.NARROW, sm.STREAMK):
+        assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 64, 64)
+
+
+def test_tile_configs_at_the_ladder_shape():
+    # 64 wide tiles, 128 K tiles of 64 on 132 SMs: two splits fill one wave (skinny.split_k's docstring)
+    assert sm.tile_configs(*sm.LADDER_SHAPE, 132)[sm.SPLIT32]["splits"] == 2
+
+
+def test_step_changes_name_the_steps():
+    assert set(sm.STEP_CHANGES) == set(sm.STEPS) - {sm.WIDE}          # every step but the first says what changed
+    for name, (prev, what) in sm.STEP_CHANGES.items():
+        assert prev in sm.STEPS and prev != name
+        assert sm.STEPS.index(prev) < sm.STEPS.index(name)
+        assert isinstance(what, str) and what
+    assert len(set(sm.STEPS)) == len(sm.STEPS) and sm.CUBLAS not in sm.STEPS
+
+
+# ---- reduce-adds: stream-K against a walk of streamk_kernel ----
+
+def _walk_streamk(M, N, K, BM, BN, BK, P):
+    """streamk_kernel's loop, in Python: the pieces (reduce-adds) each tile receives."""
+    tiles_n, k_tiles = math.ceil(N / BN), math.ceil(K / BK)
+    total = math.ceil(M / BM) * tiles_n * k_tiles
+    adds = [0] * (total // k_tiles)
+    for pid in range(P):
+        it, end = pid * total // P, (pid + 1) * total // P
+        while it < end:
+            k0 = it % k_tiles
+            k1 = min(k_tiles, k0 + (end - it))
+            adds[it // k_tiles] += 1
+            it += k1 - k0
+    return adds
+
+
+@pytest.mark.parametrize("M, N, K, sms", SHAPES + [(16, 64, 256, 3), (16, 64, 256, 7), (20, 100, 300, 5),
+                                                   (16, 64, 64, 9), (128, 512, 640, 1)])
+def test_reduce_adds_of_streamk_is_the_walks_maximum(M, N, K, sms):
+    cfg = sm.tile_configs(M, N, K, sms)[sm.STREAMK]
+    adds = _walk_streamk(M, N, K, cfg["BM"], cfg["BN"], cfg["BK"], cfg["programs"])
+    assert sm.reduce_adds(sm.STREAMK, cfg, M, N, K) == max(adds)
+    assert sum(adds) >= len(adds)                                       # every tile gets at least one add
+
+
+def test_reduce_adds_of_the_split_contenders():
+    cfg = sm.tile_configs(128, 8192, 8192, 132)
+    assert [sm.reduce_adds(n, cfg[n], 128, 8192, 8192) for n in sm.STEPS[:4]] == [1, 2, 2, 1]
+    assert sm.reduce_adds(sm.CUBLAS, {}, 128, 8192, 8192) == 1
+    # a hand-checked case: 4 tiles x 3 K tiles = 12 iterations over 5 programs (cuts 0 2 4 7 9 12)
+    cfg = dict(BM=16, BN=16, BK=16, programs=5)
+    assert _walk_streamk(32, 32, 48, 16, 16, 16, 5) == [2, 2, 2, 1]
+    assert sm.reduce_adds(sm.STREAMK, cfg, 32, 32, 48) == 2
+
+
+# ---- MoE routing sizes ----
+
+def test_mix_sizes():
+    sizes = sm.mix_sizes(8, 100, 2, seed=3)
+    assert len(sizes) == 8 and sum(sizes) == 200 and all(isinstance(m, int) and 0 <= m <= 100 for m in sizes)
+    assert sm.mix_sizes(8, 100, 2, seed=3) == sizes                     # deterministic per seed
+    assert any(sm.mix_sizes(8, 100, 2, seed=s) != sizes for s in range(4, 8))
+    assert sm.mix_sizes(4, 10, 4) == [10, 10, 10, 10]                   # every token picks every expert
+    for G, tokens, top_k, _, _ in sm.MIXES.values():
+        got = sm.mix_sizes(G, tokens, top_k)
+        assert len(got) == G and sum(got) == tokens * top_k and max(got) <= tokens
+
+
+@pytest.mark.parametrize("args, match", [((0, 10, 1), "groups must be a positive int"),
+                                         ((4, -1, 1), "tokens must be a positive int"),
+                                         ((4, 10, True), "top_k must be a positive int"),
+                                         ((4, 10, 2.0), "top_k must be a positive int"),
+                                         ((4.0, 10, 2), "groups must be a positive int"),
+                                         ((4, 10, 5), "top_k 5 > groups 4")])
+def test_mix_sizes_refuses_bad_arguments(args, match):
+    with pytest.raises(ValueError, match=match):
+        sm.mix_sizes(*args)
+
+
+# ---- the element-by-element checks ----
+
+def _ab(M, K, N, seed=0, dtype=torch.float16):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(M, K, generator=g).to(dtype), torch.randn(K, N, generator=g).to(dtype)
+
+
+def _fp32_product(a, b):
+    return (a.float() @ b.float()).to(a.dtype)
+
+
+@pytest.mark.parametrize("dtype", [torch.float16, torch.bfloat16])
+def test_check_skinny_accepts_a_correct_result_and_rejects_a_planted_element(dtype):
+    M, K, N, sms = 16, 1024, 64, 8
+    a, b = _ab(M, K, N, dtype=dtype)
+    cfgs = sm.tile_configs(M, N, K, sms)
+    assert cfgs[sm.SPLIT32]["splits"] == 4
+    c = _fp32_product(a, b)
+    for name, cfg in cfgs.items():
+        worst = sm.check_skinny(name, cfg, c, a, b)
+        assert 0 <= worst <= 1
+    # split-K reduced in C's dtype: round at every add, as SPLIT16 does; its own bound holds
+    c16 = torch.zeros(M, N, dtype=dtype)
+    for k0, k1 in skinny.k_ranges(K, 4, 64):
+        c16 = (c16.float() + a[:, k0:k1].float() @ b[k0:k1].float()).to(dtype)
+    assert sm.check_skinny(sm.SPLIT16, cfgs[sm.SPLIT16], c16, a, b) <= 1
+    bad = c.clone()
+    bad[5, 17] += 64.0                             # beyond even the bf16 reduce bound (8 adds x 2^-8 x |A| @ |B|)
+    for name, cfg in cfgs.items():
+        with pytest.raises(AssertionError, match=re.escape(name) + ": error .* exceeds the bound"):
+            sm.check_skinny(name, cfg, bad, a, b)
+    nan = c.clone()
+    nan[0, 0] = float("nan")
+    with pytest.raises(AssertionError, match="exceeds the bound"):
+        sm.check_skinny(sm.WIDE, cfgs[sm.WIDE], nan, a, b)
+
+
+def test_check_skinny_with_a_zero_row_still_sees_a_planted_element():
+    M, K, N = 16, 256, 32
+    a, b = _ab(M, K, N, seed=1)
+    a[3] = 0                                       # a zero row: bound 0 on row 3, 0/0 there
+    c = _fp32_product(a, b)
+    cfg = sm.tile_configs(M, N, K, 4)[sm.WIDE]
+    assert sm.check_skinny(sm.WIDE, cfg, c, a, b) <= 1
+    bad = c.clone()
+    bad[7, 2] += 1.0
+    with pytest.raises(AssertionError, match="exceeds the bound"):
+        sm.check_skinny(sm.WIDE, cfg, bad, a, b)
+    bad = c.clone()
+    bad[3, 2] = 1e-3                               # not zero where the product is exactly zero
+    with pytest.raises(AssertionError, match="exceeds the bound"):
+        sm.check_skinny(sm.WIDE, cfg, bad, a, b)
+
+
+def test_check_skinny_refuses_a_wrong_dtype_or_shape():
+    a, b = _ab(16, 128, 32)
+    cfg = sm.tile_configs(16, 32, 128, 4)[sm.WIDE]
+    c = _fp32_product(a, b)
+    with pytest.raises(AssertionError, match="C is torch.float32 .* expected torch.float16"):
+        sm.check_skinny(sm.WIDE, cfg, c.float(), a, b)
+    with pytest.raises(AssertionError, match=r"\(16, 31\), expected"):
+        sm.check_skinny(sm.WIDE, cfg, c[:, :31], a, b)
+
+
+def _grouped(sizes, K, N, seed=0):
+    g = torch.Generator().manual_seed(seed)
+    a = torch.randn(sum(sizes), K, generator=g).to(torch.bfloat16)
+    b = torch.randn(len(sizes), K, N, generator=g).to(torch.bfloat16)
+    offs = np.cumsum([0] + sizes)
+    c = torch.empty(sum(sizes), N, dtype=torch.bfloat16)
+    for i, m in enumerate(sizes):
+        c[offs[i]:offs[i + 1]] = _fp32_product(a[offs[i]:offs[i + 1]], b[i])
+    return a, b, c
+
+
+def test_check_grouped_accepts_a_correct_result_and_rejects_a_planted_element():
+    sizes = [5, 0, 12, 3]
+    a, b, c = _grouped(sizes, 128, 32)
+    assert sm.check_grouped("g", c, a, b, sizes) is None
+    bad = c.clone()
+    bad[5 + 4, 7] += 1.0                           # group 2's fifth row
+    with pytest.raises(AssertionError, match=r"g: group 2 \(12 rows\) has 1 elements beyond the bound"):
+        sm.check_grouped("g", bad, a, b, sizes)
+    nan = c.clone()
+    nan[-1, -1] = float("nan")                     # what a poisoned output left unwritten holds
+    with pytest.raises(AssertionError, match=r"group 3 \(3 rows\) has 1 elements"):
+        sm.check_grouped("g", nan, a, b, sizes)
+
+
+# ---- the bound ----
+
+def test_splitk_bound_numpy_and_torch():
+    mag, ref = np.array([1.0, 2.0, 8.0]), np.array([0.5, 1.0, 0.0])
+    got = skinny.splitk_bound(10, 2, mag, ref, out_dtype="float16")
+    np.testing.assert_array_equal(got, 12 * U32 * mag + U16 * ref)
+    assert isinstance(got, np.ndarray)
+    np.testing.assert_array_equal(skinny.splitk_bound(10, 2, mag, ref), 12 * U32 * mag)     # fp32 out: no rounding
+    t = skinny.splitk_bound(10, 2, torch.tensor(mag), torch.tensor(ref), out_dtype="bfloat16")
+    assert isinstance(t, torch.Tensor)
+    np.testing.assert_array_equal(t.numpy(), 12 * U32 * mag + UB16 * ref)
+
+
+@pytest.mark.parametrize("reduce_dtype, u", [("float32", 0.0), ("float16", U16), ("bfloat16", UB16)])
+@pytest.mark.parametrize("splits", [1, 3])
+def test_splitk_bound_reduce_dtype_adds_splits_u_mag(reduce_dtype, u, splits):
+    mag, ref = np.array([1.0, 3.0]), np.array([0.25, 2.0])
+    base = skinny.splitk_bound(64, splits, mag, ref, out_dtype="float16")
+    got = skinny.splitk_bound(64, splits, mag, ref, out_dtype="float16", reduce_dtype=reduce_dtype)
+    np.testing.assert_allclose(got - base, splits * u * mag, rtol=1e-12, atol=0)
+
+
+@pytest.mark.parametrize("kw, err, match", [
+    (dict(out_dtype="float64"), ValueError, "out_dtype must be one of"),
+    (dict(reduce_dtype="int8"), ValueError, "reduce_dtype must be one of"),
+    (dict(out_dtype=None), ValueError, "out_dtype must be one of"),
+    (dict(n=0), ValueError, "n must be a positive int"),
+    (dict(splits=True), ValueError, "splits must be a positive int"),
+    (dict(splits=1.5), ValueError, "splits must be a positive int"),
+])
+def test_splitk_bound_refuses_bad_arguments(kw, err, match):
+    args = dict(n=8, splits=1, mag=np.ones(2), abs_ref=np.ones(2))
+    args.update(kw)
+    with pytest.raises(err, match=match):
+        skinny.splitk_bound(**args)

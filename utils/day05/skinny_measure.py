@@ -1,0 +1,378 @@
+"""What notebook ``day05_tma/06`` measures on a Hopper GPU, as result rows (``utils.core.results``).
+
+* :func:`measure_skinny`: the skinny-GEMM contenders of :func:`skinny_contenders` against cuBLAS at
+  every shape of :data:`SKINNY_SHAPES`, fp16 and bf16, each output checked element by element
+  against a float64 reference with the bound of :func:`utils.day05.skinny.splitk_bound`;
+* :func:`measure_grouped`: the grouped (MoE) GEMM against a loop of cuBLAS calls (plain, and
+  captured in a CUDA graph), ``torch._grouped_mm`` where torch has it, on :data:`MIXES`;
+* :func:`measure_descriptor_modes` and :func:`measure_race`: the raw CUDA kernels of
+  ``utils/tma/update_kernels.cu`` (where a descriptor comes from, what a missing fence does).
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+import numpy as np
+
+from ..core import bench
+from . import skinny
+
+CUBLAS = "cuBLAS (torch.matmul)"
+SKINNY_SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
+                 (128, 4096, 4096), (128, 16384, 16384)]
+LADDER_SHAPE = (128, 8192, 8192)
+# The contenders, each differing from the one it is compared with in ONE thing (see STEP_CHANGES)
+WIDE = "wide tiles, no split"
+SPLIT32 = "wide tiles, split-K, fp32 reduce-add + cast"
+SPLIT16 = "wide tiles, split-K, reduce-add in C's dtype"
+NARROW = "narrow tiles, no split"
+STREAMK = "narrow tiles, stream-K, reduce-add in C's dtype"
+STEPS = (WIDE, SPLIT32, SPLIT16, NARROW, STREAMK)
+STEP_CHANGES = {SPLIT32: (WIDE, "split K so that tiles x splits fill the SMs (fp32 partials, zeroed fp32 C, a cast)"),
+                SPLIT16: (SPLIT32, "reduce-add straight into the fp16/bf16 C: no fp32 C, no cast pass"),
+                NARROW: (WIDE, "halve the tile's N so that the tiles alone fill the SMs"),
+                STREAMK: (NARROW, "one program per SM, each an equal share of all K-iterations (reduce-add into a zeroed C)")}
+
+
+def tile_m(M) -> int:
+    """BM: M rounded up to a power of two, between 16 (``tl.dot``'s least) and 128."""
+    return min(128, max(16, 1 << (M - 1).bit_length()))
+
+
+def tile_configs(M, N, K, sms) -> dict:
+    """``{contender: config}`` for a shape: "wide" tiles are BM x 128, "narrow" tiles halve N to
+    BM x 64; the split count is :func:`utils.day05.skinny.split_k`'s rule for the wide tiles."""
+    BM = tile_m(M)
+    s = skinny.split_k(M, N, K, BM, 128, 64, sms)
+    wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM == 128 else 4, num_stages=4)
+    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=6)
+    return {WIDE: dict(wide, splits=1), SPLIT32: dict(wide, splits=s, reduce="float32"),
+            SPLIT16: dict(wide, splits=s, reduce="out"), NARROW: dict(narrow, splits=1),
+            STREAMK: dict(narrow, programs=sms, reduce="out")}
+
+
+def interpreter_configs(M, N, K, programs=5) -> dict:
+    """The same five contenders with tiles small enough for the CPU interpreter (BM 16, "wide"
+    BN 32, "narrow" BN 16, BK 32): shapes like 24 x 96 x 256 leave partial tiles and uneven splits."""
+    s = skinny.split_k(M, N, K, 16, 32, 32, 16, min_k_tiles=2)       # as if 16 SMs
+    wide, narrow = dict(BM=16, BN=32, BK=32, num_warps=4, num_stages=1), dict(BM=16, BN=16, BK=32, num_warps=4, num_stages=1)
+    return {WIDE: dict(wide, splits=1), SPLIT32: dict(wide, splits=s, reduce="float32"),
+            SPLIT16: dict(wide, splits=s, reduce="out"), NARROW: dict(narrow, splits=1),
+            STREAMK: dict(narrow, programs=programs, reduce="out")}
+
+
+def skinny_contenders(a, b, sms, configs=None) -> dict:
+    """``{name: (fn(), config)}`` for A (M, K) @ B (K, N): cuBLAS (torch) and the five contenders of
+    ``configs`` (default :func:`tile_configs`); every fn returns C in A's dtype."""
+    import torch
+    from . import skinny_triton as st
+    (M, K), N = a.shape, b.shape[1]
+    out = {CUBLAS: (lambda: a @ b, {})}
+    for name, cfg in (configs or tile_configs(M, N, K, sms)).items():
+        kw = {k: v for k, v in cfg.items() if k != "reduce"}
+        red = cfg.get("reduce")
+        zeros = (lambda red=red: torch.zeros(M, N, device=a.device, dtype=torch.float32 if red == "float32" else a.dtype))
+        if name == STREAMK:
+            fn = (lambda kw=kw, z=zeros: st.streamk(a, b, out=z(), **kw))
+        elif red is None:
+            fn = (lambda kw=kw: st.skinny(a, b, **kw))
+        elif red == "float32":
+            fn = (lambda kw=kw, z=zeros: st.skinny(a, b, out=z(), **kw).to(a.dtype))
+        else:
+            fn = (lambda kw=kw, z=zeros: st.skinny(a, b, out=z(), **kw))
+        out[name] = (fn, cfg)
+    return out
+
+
+def reduce_adds(name, cfg, M, N, K) -> int:
+    """The most reduce-adds one element of C receives under contender ``name``."""
+    if name == STREAMK:      # the programs whose share of the K-iterations meets a tile's (see streamk_kernel)
+        k_tiles, P = math.ceil(K / cfg["BK"]), cfg["programs"]
+        total = skinny.tiles(M, N, cfg["BM"], cfg["BN"]) * k_tiles
+        cuts = [p * total // P for p in range(P + 1)]
+        return max(sum(1 for p in range(P) if cuts[p] < min(cuts[p + 1], (t + 1) * k_tiles) and cuts[p + 1] > t * k_tiles
+                       and cuts[p] < (t + 1) * k_tiles) for t in range(total // k_tiles))
+    return cfg.get("splits", 1)
+
+
+def check_skinny(name, cfg, c, a, b) -> float:
+    """Raise AssertionError unless every element of ``c`` is within the bound of
+    :func:`utils.day05.skinny.splitk_bound` of the float64 product; return max |err| / bound."""
+    import torch
+    (M, K), N = a.shape, b.shape[1]
+    if c.dtype != a.dtype or tuple(c.shape) != (M, N):
+        raise AssertionError(f"{name}: C is {c.dtype} {tuple(c.shape)}, expected {a.dtype} {(M, N)}")
+    a64, b64 = a.double(), b.double()
+    ref = a64 @ b64
+    mag = a64.abs() @ b64.abs()
+    s = reduce_adds(name, cfg, M, N, K)
+    dt = str(a.dtype).replace("torch.", "")
+    red = {"float32": "float32", "out": dt}.get(cfg.get("reduce"), "float32")
+    bound = skinny.splitk_bound(K, s, mag, ref.abs(), out_dtype=dt, reduce_dtype=red)
+    err = (c.double() - ref).abs()
+    worst = float(torch.nan_to_num(err / bound, nan=0.0, posinf=math.inf).max())   # 0/0 (bound 0, exact): fine
+    if not bool(torch.isfinite(c).all()) or worst > 1:
+        raise AssertionError(f"{name}: error {float(err.max()):.3g} exceeds the bound at some element "
+                             f"(max error/bound = {worst:.2f}; {s} reduce-adds)")
+    return worst
+
+
+def as_graph(fn):
+    """Capture ``fn()`` (every kernel it launches, allocations included) in a CUDA graph; return
+    ``(replay, out)``: ``replay()`` re-runs the kernels and returns ``out``, the tensor the
+    captured call returned. Decode-time inference runs its layers this way: the CPU's launch
+    work is paid once, at capture, and a replay costs the GPU time only."""
+    import torch
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()                                     # compile and warm up outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            out = fn()
+    torch.cuda.current_stream().wait_stream(stream)
+
+    def replay():
+        graph.replay()
+        return out
+    return replay, out
+
+
+def measure_skinny(shapes=None, dtypes=("float16", "bfloat16"), reps=60, seed=0) -> list:
+    """Rows for every (shape, dtype, contender): time (sustained, interleaved, L2 flushed; every
+    contender a CUDA-graph replay, :func:`as_graph`), TFLOP/s, ratio to cuBLAS, the memory-bound
+    ceiling (``ceiling_ms``, ``of_ceiling``). Each graph's output is poisoned with NaN, the graph
+    replayed and every element checked (:func:`check_skinny`) before timing."""
+    import torch
+    sms = torch.cuda.get_device_properties(0).multi_processor_count
+    from ..core.results import device_slug
+    gbps = skinny.recorded_hbm_gbps(device_slug(torch.cuda.get_device_name()))
+    rows = []
+    for i, (M, N, K) in enumerate(shapes or SKINNY_SHAPES):
+        for dt in dtypes:
+            dtype = getattr(torch, dt)
+            a = bench.randn((M, K), dtype, "cuda", seed=seed + 2 * i)
+            b = bench.randn((K, N), dtype, "cuda", seed=seed + 2 * i + 1)
+            cons = skinny_contenders(a, b, sms)
+            graphs, worst = {}, {}
+            for name, (fn, cfg) in cons.items():
+                replay, out = as_graph(fn)
+                out.fill_(float("nan"))
+                worst[name] = check_skinny(name, cfg, replay(), a, b)
+                graphs[name] = replay
+            got = bench.compare(lambda: (), graphs, reference=CUBLAS,
+                                metric="TFLOP/s", amount=2 * M * N * K, shape=(M, N, K), dtype=dt, reps=reps)
+            ceiling = skinny.memory_bound_ms(M, N, K, 2, gbps)
+            for r in got:
+                cfg = cons[r["name"]][1]
+                r.update(launch="CUDA graph replay", config={k: v for k, v in cfg.items()}, ceiling_ms=ceiling, hbm_gbps=gbps,
+                         of_ceiling=ceiling / r["ms"], err_over_bound=worst[r["name"]],
+                         tiles=skinny.tiles(M, N, cfg["BM"], cfg["BN"]) if cfg else None)
+            rows += got
+    return rows
+
+
+# ---- grouped (MoE) GEMM ----
+MIXES = {  # name: (groups, tokens, top_k, K, N); sizes drawn by mix_sizes
+    "64 experts, 512 tokens, top-8 (K 7168, N 2048)": (64, 512, 8, 7168, 2048),
+    "64 experts, 4096 tokens, top-8 (K 7168, N 2048)": (64, 4096, 8, 7168, 2048),
+    "8 experts, 4096 tokens, top-2 (K 4096, N 14336)": (8, 4096, 2, 4096, 14336),
+}
+LOOP, GRAPH, GROUPED_MM, TRITON_GROUPED = ("cuBLAS loop (torch.mm per group)", "cuBLAS loop in a CUDA graph",
+                                           "torch._grouped_mm", "Triton grouped, device-built descriptors")
+GROUPED_CFG = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
+
+
+def mix_sizes(groups, tokens, top_k, seed=0) -> list:
+    """Rows per expert when ``tokens`` tokens each pick ``top_k`` distinct experts of ``groups``,
+    with uneven expert popularity (weights u^2 + 0.05, u uniform): a skewed, realistic routing."""
+    import torch
+    for k, v in (("groups", groups), ("tokens", tokens), ("top_k", top_k)):
+        if isinstance(v, bool) or not isinstance(v, int) or v < 1:
+            raise ValueError(f"{k} must be a positive int, got {v!r}")
+    if top_k > groups:
+        raise ValueError(f"top_k {top_k} > groups {groups}: a token picks distinct experts")
+    g = torch.Generator().manual_seed(seed)
+    w = torch.rand(groups, generator=g) ** 2 + 0.05
+    picks = torch.multinomial((w / w.sum()).repeat(tokens, 1), top_k, replacement=False, generator=g)
+    return torch.bincount(picks.flatten(), minlength=groups).tolist()
+
+
+def check_grouped(name, c, a, b, sizes) -> None:
+    """Every element of every group within the fp32-accumulation bound of the float64 product."""
+    offs = np.cumsum([0] + list(sizes))
+    dt = str(a.dtype).replace("torch.", "")
+    for g, m in enumerate(sizes):
+        if not m:
+            continue
+        ag, bg = a[offs[g]:offs[g + 1]].double(), b[g].double()
+        ref = ag @ bg
+        bound = skinny.splitk_bound(a.shape[1], 1, ag.abs() @ bg.abs(), ref.abs(), out_dtype=dt)
+        bad = ~((c[offs[g]:offs[g + 1]].double() - ref).abs() <= bound)     # NaN (a poisoned element) is bad
+        if bool(bad.any()):
+            raise AssertionError(f"{name}: group {g} ({m} rows) has {int(bad.sum())} elements beyond the bound")
+
+
+def grouped_contenders(a, b, sizes) -> dict:
+    import torch
+    from . import skinny_triton as st
+    offs = np.cumsum([0] + list(sizes)).tolist()
+    out = torch.empty(a.shape[0], b.shape[2], device=a.device, dtype=a.dtype)
+
+    def loop():
+        for g, m in enumerate(sizes):
+            if m:
+                torch.mm(a[offs[g]:offs[g + 1]], b[g], out=out[offs[g]:offs[g + 1]])
+        return out
+    replay, _ = as_graph(loop)
+    cons = {LOOP: loop, GRAPH: replay}
+    if hasattr(torch, "_grouped_mm") and a.dtype == torch.bfloat16:
+        ends = torch.tensor(offs[1:], device=a.device, dtype=torch.int32)
+        cons[GROUPED_MM] = lambda: torch._grouped_mm(a, b, offs=ends)
+    plan = st.grouped_plan(sizes, b.shape[2], GROUPED_CFG["BM"], GROUPED_CFG["BN"], a.device)   # routing metadata,
+    cons[TRITON_GROUPED] = lambda: st.grouped(a, b, plan=plan, **GROUPED_CFG)                 # made once (on the GPU in a model)
+    return cons
+
+
+def measure_grouped(mixes=None, dtype="bfloat16", reps=30, seed=0) -> list:
+    """Rows per (mix, contender): time, TFLOP/s (2 x rows x K x N summed over groups), ratio to the
+    plain cuBLAS loop. Outputs are poisoned (NaN) before each checked call."""
+    import torch
+    rows = []
+    for i, (mix, (G, tokens, top_k, K, N)) in enumerate((mixes or MIXES).items()):
+        sizes = mix_sizes(G, tokens, top_k, seed=seed + i)
+        a = bench.randn((sum(sizes), K), getattr(torch, dtype), "cuda", seed=seed + 10 + i)
+        b = bench.randn((G, K, N), getattr(torch, dtype), "cuda", seed=seed + 20 + i)
+        cons = grouped_contenders(a, b, sizes)
+        for name, fn in cons.items():
+            if name in (LOOP, GRAPH):
+                fn().fill_(float("nan"))
+            check_grouped(name, fn(), a, b, sizes)
+        got = bench.compare(lambda: (), cons, reference=LOOP, metric="TFLOP/s", amount=2 * sum(sizes) * K * N,
+                            shape=(sum(sizes), N, K), dtype=dtype, reps=reps)
+        for r in got:
+            r.update(mix=mix, groups=G, sizes=sizes, launches=G if r["name"] in (LOOP, GRAPH) else 1)
+        rows += got
+    return rows
+
+
+# ---- raw CUDA: where a descriptor comes from, and what a missing fence does ----
+def measure_descriptor_modes(groups=8, reps=20, seed=0) -> list:
+    """Per :data:`utils.tma.update_run.MODES`: median clock64 cycles from a CTA's start to its first
+    box (32 x 64 fp16) arriving, ``groups`` groups of different shapes, ``reps`` launches. Every
+    box is checked against the group's data."""
+    import cupy as cp
+    from ..tma import update_run
+    rng = np.random.default_rng(seed)
+    shapes = [(int(rng.integers(32, 300)), int(rng.choice([64, 128, 256, 512]))) for _ in range(groups)]
+    arrays = [cp.asarray(rng.standard_normal(s).astype(np.float16)) for s in shapes]
+    rows = []
+    for mode, what in update_run.MODES.items():
+        if mode == 3 and groups > update_run.BYVALUE_MAX:
+            continue
+        per = []
+        for _ in range(reps):
+            tiles, cycles = update_run.grouped_load(arrays, (32, 64), mode)
+            for g, arr in enumerate(arrays):
+                if not bool((tiles[g] == arr[:32, :64]).all()):
+                    raise AssertionError(f"mode {mode}: group {g}'s box differs from its data")
+            per.append(float(np.median(cycles)))
+        rows.append({"name": f"mode {mode}: {what}", "mode": mode, "metric": "cycles", "value": statistics.median(per),
+                     "cycles_lo": min(per), "cycles_hi": max(per), "reference": None, "reference_value": None,
+                     "ratio": None, "shape": [groups, 32, 64], "dtype": "float16", "launches": reps})
+    base = rows[-1]["value"]
+    for r in rows:
+        r.update(reference=rows[-1]["name"], reference_value=base, ratio=base / r["value"])
+    return rows
+
+
+RACE_CASES = {  # name: (release, acquire, in_flight)
+    "replace, no fence": (False, False, False),
+    "replace, release only": (True, False, False),
+    "replace, acquire only": (False, True, False),
+    "replace, release + acquire": (True, True, False),
+    "replace during load 1, release + acquire": (True, True, True),
+    "replace during load 1, no fence": (False, False, True),
+}
+
+
+def measure_race(ctas=132, launches=20, seed=0) -> list:
+    """Per :data:`RACE_CASES`: over ``launches`` x ``ctas`` CTAs, how many loads saw the old
+    tensor (x), the new one (y), or neither, before and after the replace."""
+    import cupy as cp
+    from ..tma import update_run
+    rng = np.random.default_rng(seed)
+    x = cp.asarray(rng.standard_normal((64, 64)).astype(np.float16))
+    y = cp.asarray(rng.standard_normal((64, 64)).astype(np.float16))
+    rows = []
+    for name, (rel, acq, fly) in RACE_CASES.items():
+        tot = {f"{ld}_{k}": 0 for ld in ("load1", "load2") for k in ("x", "y", "other")}
+        for _ in range(launches):
+            got = update_run.update_race(x, y, (32, 64), release=rel, acquire=acq, in_flight=fly, ctas=ctas)
+            for ld, counts in got.items():
+                for k, v in counts.items():
+                    tot[f"{ld}_{k}"] += v
+        rows.append({"name": name, "metric": "count", "value": ctas * launches, "release": rel, "acquire": acq,
+                     "in_flight": fly, **tot, "reference": None, "reference_value": None, "ratio": None,
+                     "shape": [32, 64], "dtype": "float16"})
+    return rows
+
+
+# ---- pictures ----
+def plot_skinny(rows, label=""):
+    """Left: ratio to cuBLAS against M (N = K = 8192), one line per contender and dtype. Right:
+    the fraction of the memory-bound ceiling each contender reached at the ladder shape."""
+    import matplotlib.pyplot as plt
+    fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.2))
+    for dt, style in (("float16", "-"), ("bfloat16", ":")):
+        for name in (CUBLAS, *STEPS):
+            pts = sorted((r["shape"][0], r["ratio"]) for r in rows
+                         if r["name"] == name and r["dtype"] == dt and r["shape"][1:] == [8192, 8192])
+            if pts and name != CUBLAS:
+                ax.plot(*zip(*pts), style, marker="o", label=f"{name} ({dt})" if dt == "float16" else None)
+    ax.axhline(1.0, color="gray", lw=1)
+    ax.set_xscale("log", base=2)
+    ax.set_xlabel("M (N = K = 8192); solid fp16, dotted bf16")
+    ax.set_ylabel("speed vs cuBLAS (x)")
+    ax.legend(fontsize=7)
+    ax.set_title(f"skinny GEMM contenders vs cuBLAS\n{label}", fontsize=9)
+    lad = [r for r in rows if r["shape"] == list(LADDER_SHAPE)]
+    names = [n for n in (CUBLAS, *STEPS) if any(r["name"] == n for r in lad)]
+    for i, dt in enumerate(("float16", "bfloat16")):
+        vals = [next(r["of_ceiling"] for r in lad if r["name"] == n and r["dtype"] == dt) for n in names]
+        bx.barh([y + 0.4 * i for y in range(len(names))], vals, height=0.4, label=dt)
+    bx.set_yticks([y + 0.2 for y in range(len(names))], names, fontsize=8)
+    bx.axvline(0.9, color="red", ls="--", lw=1, label="target: 90% of the ceiling")
+    bx.invert_yaxis()
+    bx.set_xlabel("fraction of the memory-bound ceiling (bytes / measured HBM bandwidth)")
+    bx.set_title(f"M = 128, N = K = 8192\n{label}", fontsize=9)
+    bx.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_grouped(rows, label=""):
+    """TFLOP/s per contender and MoE mix, annotated with the ratio to the plain cuBLAS loop."""
+    import matplotlib.pyplot as plt
+    mixes = list(dict.fromkeys(r["mix"] for r in rows))
+    names = list(dict.fromkeys(r["name"] for r in rows))
+    fig, ax = plt.subplots(figsize=(10, 0.6 + 0.35 * len(mixes) * len(names)))
+    y = 0
+    ticks = []
+    for mix in mixes:
+        for name in names:
+            r = next((r for r in rows if r["mix"] == mix and r["name"] == name), None)
+            if r is None:
+                continue
+            ax.barh(y, r["value"], color="tab:gray" if name == LOOP else "tab:blue")
+            ax.text(r["value"], y, f" {r['ratio']:.2f}x", va="center", fontsize=7)
+            ticks.append((y, f"{name} | {mix}"))
+            y += 1
+        y += 0.5
+    ax.set_yticks([t for t, _ in ticks], [n for _, n in ticks], fontsize=7)
+    ax.invert_yaxis()
+    ax.set_xlabel("TFLOP/s (2 x rows x K x N summed over groups); ratio to the cuBLAS loop")
+    ax.set_title(f"grouped GEMM\n{label}", fontsize=9)
+    fig.tight_layout()
+    return fig
