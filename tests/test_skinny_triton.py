@@ -3,7 +3,6 @@ interpreter on a CPU: split-K (fp32 and fp16 reduce), stream-K and the persisten
 every element checked against the float64 product with the bound of
 utils.day05.skinny.splitk_bound; and the launchers' input checks. Small sizes: the interpreter
 runs every program in Python."""
-import math
 
 import numpy as np
 import pytest
@@ -40,18 +39,10 @@ def _assert_within(c, a, b, n, adds, out_dtype, reduce_dtype="float32"):
 
 
 def _streamk_pieces(M, N, K, BM, BN, BK, P):
-    """Brute force of streamk_kernel's walk: the most pieces (reduce-adds) any tile gets."""
-    tiles_n, k_tiles = math.ceil(N / BN), math.ceil(K / BK)
-    total = math.ceil(M / BM) * tiles_n * k_tiles
-    pieces = [0] * (total // k_tiles)
-    for pid in range(P):
-        it, end = pid * total // P, (pid + 1) * total // P
-        while it < end:
-            k0 = it % k_tiles
-            k1 = min(k_tiles, k0 + end - it)
-            pieces[it // k_tiles] += 1
-            it += k1 - k0
-    return max(pieces)
+    """The most reduce-adds a tile gets (utils.day05.skinny_measure.reduce_adds, itself checked
+    against a walk of streamk_kernel in tests/test_skinny_measure.py)."""
+    from utils.day05 import skinny_measure
+    return skinny_measure.reduce_adds(skinny_measure.STREAMK, dict(BM=BM, BN=BN, BK=BK, programs=P), M, N, K)
 
 
 # ---- skinny(): split-K ----

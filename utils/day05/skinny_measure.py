@@ -87,12 +87,16 @@ def skinny_contenders(a, b, sms, configs=None) -> dict:
 
 def reduce_adds(name, cfg, M, N, K) -> int:
     """The most reduce-adds one element of C receives under contender ``name``."""
-    if name == STREAMK:      # the programs whose share of the K-iterations meets a tile's (see streamk_kernel)
+    if name == STREAMK:      # walk streamk_kernel's loop: one piece (one reduce-add) per tile visited
         k_tiles, P = math.ceil(K / cfg["BK"]), cfg["programs"]
         total = skinny.tiles(M, N, cfg["BM"], cfg["BN"]) * k_tiles
-        cuts = [p * total // P for p in range(P + 1)]
-        return max(sum(1 for p in range(P) if cuts[p] < min(cuts[p + 1], (t + 1) * k_tiles) and cuts[p + 1] > t * k_tiles
-                       and cuts[p] < (t + 1) * k_tiles) for t in range(total // k_tiles))
+        pieces = [0] * (total // k_tiles)
+        for p in range(P):
+            it, end = p * total // P, (p + 1) * total // P
+            while it < end:
+                pieces[it // k_tiles] += 1
+                it = min(end, (it // k_tiles + 1) * k_tiles)
+        return max(pieces)
     return cfg.get("splits", 1)
 
 

@@ -26,6 +26,18 @@ import triton.language as tl  # noqa: E402
 
 
 @triton.jit
+def _add_tile(c_desc, c_ptr, acc, off_m, off_n, M, N, BM: tl.constexpr, BN: tl.constexpr, TMA_REDUCE: tl.constexpr):
+    """Add the fp32 tile ``acc`` into C at (off_m, off_n): a TMA reduce-add store, or (the CPU
+    interpreter has no descriptor reduce) element atomics through ``c_ptr``."""
+    if TMA_REDUCE:
+        c_desc.atomic_add([off_m, off_n], acc.to(c_desc.dtype))   # cp.reduce.async.bulk.tensor ... .add
+    else:
+        rows, cols = off_m + tl.arange(0, BM), off_n + tl.arange(0, BN)
+        keep = (rows[:, None] < M) & (cols[None, :] < N)
+        tl.atomic_add(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_desc.dtype), mask=keep)
+
+
+@triton.jit
 def skinny_kernel(a_desc, b_desc, c_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr,
                   BK: tl.constexpr, SPLITS: tl.constexpr, TMA_REDUCE: tl.constexpr):
     """Grid ``(tiles_m * tiles_n, SPLITS)``. Split s covers K tiles
@@ -44,12 +56,8 @@ def skinny_kernel(a_desc, b_desc, c_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: 
         acc = tl.dot(a, b, acc)
     if SPLITS == 1:
         c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
-    elif TMA_REDUCE:
-        c_desc.atomic_add([off_m, off_n], acc.to(c_desc.dtype))   # TMA reduce-add into C
     else:
-        rows, cols = off_m + tl.arange(0, BM), off_n + tl.arange(0, BN)
-        keep = (rows[:, None] < M) & (cols[None, :] < N)
-        tl.atomic_add(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_desc.dtype), mask=keep)
+        _add_tile(c_desc, c_ptr, acc, off_m, off_n, M, N, BM, BN, TMA_REDUCE)
 
 
 def _check_2d(name, t):
@@ -122,12 +130,7 @@ def streamk_kernel(a_desc, b_desc, c_desc, c_ptr, M, N, K, BM: tl.constexpr, BN:
         acc = tl.zeros((BM, BN), dtype=tl.float32)
         for kt in range(k0, k1):
             acc = tl.dot(a_desc.load([off_m, kt * BK]), b_desc.load([kt * BK, off_n]), acc)
-        if TMA_REDUCE:
-            c_desc.atomic_add([off_m, off_n], acc.to(c_desc.dtype))
-        else:
-            rows, cols = off_m + tl.arange(0, BM), off_n + tl.arange(0, BN)
-            keep = (rows[:, None] < M) & (cols[None, :] < N)
-            tl.atomic_add(c_ptr + rows[:, None] * N + cols[None, :], acc.to(c_desc.dtype), mask=keep)
+        _add_tile(c_desc, c_ptr, acc, off_m, off_n, M, N, BM, BN, TMA_REDUCE)
         it += k1 - k0
 
 

@@ -20,8 +20,7 @@ import numpy as np
 from . import rules, update
 from .descriptor import make_spec
 from .encode import encode
-
-TIMEOUT_NS = 1_000_000_000
+from .runtime import TIMEOUT_NS, _raise_on_timeout, _status
 MODES = {0: "built on the device in shared memory, published by tensormap.cp_fenceproxy",
          1: "built on the device in global memory, in place, + fence ... release",
          2: "encoded on the host, copied to global memory before the launch",
@@ -36,16 +35,6 @@ GROUP = np.dtype([("ptr", "<u8"), ("rows", "<u4"), ("cols", "<u4"), ("row_stride
 def _module():
     import cupy as cp
     return cp.RawModule(code=update.SOURCE, options=("-std=c++17", "-arch=sm_90a"))   # tensormap.replace: sm_90a
-
-
-def _status():
-    import cupy as cp
-    return cp.zeros(1, dtype=cp.int32)
-
-
-def _raise_on_timeout(status, what):
-    if int(status.get()[0]):
-        raise RuntimeError(f"TMA wait timed out after {TIMEOUT_NS / 1e9:.0f} s: {what}")
 
 
 def _check_groups(arrays):
