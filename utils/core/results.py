@@ -121,14 +121,16 @@ def machine() -> dict:
 
 
 def _key(row: dict) -> tuple:
-    return row["name"], tuple(row.get("shape") or ()), row.get("dtype")
+    """What makes a row the same measurement: name, shape, dtype, and where a notebook sets them,
+    its ``part`` (which measurement of the notebook) and ``causal``."""
+    return row["name"], tuple(row.get("shape") or ()), row.get("dtype"), row.get("part"), row.get("causal")
 
 
 def save(stem: str, rows: list, command: str | None = None, merge: bool = False) -> pathlib.Path:
     """Record ``rows`` measured on this machine's GPU into ``results/<device-slug>/<stem>.json``.
 
-    With ``merge``, rows already in that file are kept unless a new row has the same name, shape
-    and dtype (a notebook records several measurements into one file). Refuses without a GPU:
+    With ``merge``, rows already in that file are kept unless a new row has the same name, shape,
+    dtype (and ``part``/``causal`` where rows have them) (a notebook records several measurements into one file). Refuses without a GPU:
     a result must come from a run.
     """
     _check_stem(stem)

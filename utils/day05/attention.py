@@ -152,3 +152,22 @@ def kv_bytes_per_output_tile(S: int, D: int, block_n: int, itemsize: int, causal
     else:
         tiles = causal_tiles(m_block, block_m, block_n, S).visit
     return tiles * kv_stage_bytes(block_n, D, itemsize)
+
+
+EPS = {"float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}     # unit roundoff of the 16-bit formats
+
+
+def output_bound(dtype: str, v_max: float, ref):
+    """Elementwise error bound of a fused attention output against a float32 reference.
+
+    Two roundings dominate: P is rounded to fp16/bf16 before ``P V`` (each probability off by at
+    most a relative ``u``, so the output row, a weighted mean of V rows, moves by at most
+    ``u * max|V|``), and the output itself is rounded (``u * |O|``). fp32 accumulation and the
+    hardware ``ex2`` (relative error ~2^-22) are far below. Twice the sum, for headroom:
+    ``2 u (max|V| + |ref|)``, with ``u`` = 2^-11 (fp16) or 2^-8 (bf16).
+    """
+    if dtype not in EPS:
+        raise ValueError(f"dtype must be one of {sorted(EPS)}, got {dtype!r}")
+    if not v_max >= 0:
+        raise ValueError(f"v_max must be a non-negative number, got {v_max!r}")
+    return 2 * EPS[dtype] * (v_max + abs(ref))
