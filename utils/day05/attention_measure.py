@@ -230,7 +230,7 @@ def plot_schedule(gemm: float = 2.0, softmax: float = 1.0, tiles: int = 4):
                 else:
                     ax.broken_barh([(start, half)], (y - 0.3, 0.6), color="tab:blue")
                     ax.broken_barh([(start + half, softmax)], (y - 0.3, 0.6), color="tab:orange")
-                    pv = start + half + softmax if mode != "overlap" else start + half + softmax
+                    pv = start + half + softmax
                     ax.broken_barh([(pv, half)], (y - 0.3, 0.6), color="tab:blue")
                     busy_until = max(busy_until, start + half) if mode == "free" else start + half
                     t_wg[wg] = pv + half
