@@ -44,7 +44,7 @@ def tiled_l2_bytes(n: int, itemsize: int = 2, tile=TILE_MNK) -> int:
     return (n // tile[0]) * (n // tile[1]) * n * (tile[0] + tile[1]) * itemsize
 
 
-def _lrc_bytes(k: dict) -> dict:
+def lrc_bytes(k: dict) -> dict:
     return {f"{key}_bytes": k[m] * ncu.SECTOR_BYTES for key, m in LRC.items()}
 
 
@@ -72,7 +72,7 @@ def measure_broadcast_lrc(M: int = 4096, N: int = 4096) -> list:
     kernels = profile_broadcast((*LRC.values(), "dram__bytes_read.sum"), M, N)
     rows = []
     for (name, (R, mc)), k in zip(BROADCAST.items(), kernels):
-        b = _lrc_bytes(k)
+        b = lrc_bytes(k)
         rows.append(dict(name=name, metric="bytes", value=b["read_from_l2_bytes"], **b,
                          unit="bytes read from L2 (ncu, LRC)", cluster=R, multicast=mc, tool="ncu",
                          requested_bytes=l2_bytes_read((M, N), 2, R, mc), dram_read_bytes=k["dram__bytes_read.sum"],
@@ -119,7 +119,7 @@ def measure_gemm_counters(n: int = 4096) -> list:
                          tensor_pipe_pct=k["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
                          warps_active_pct=k["sm__warps_active.avg.pct_of_peak_sustained_active"],
                          registers=int(k["launch__registers_per_thread"]), instructions=k["smsp__inst_executed.sum"],
-                         dram_read_bytes=k["dram__bytes_read.sum"], **_lrc_bytes(k),
+                         dram_read_bytes=k["dram__bytes_read.sum"], **lrc_bytes(k),
                          tiled_l2_bytes=None if name == CUBLAS else tiled_l2_bytes(n),
                          stalls={s: k[STALL_METRIC.format(s)] for s in STALLS},
                          shape=[n, n, n], dtype="float16"))

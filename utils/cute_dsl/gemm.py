@@ -16,6 +16,8 @@ from __future__ import annotations
 from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
 
 TILE_MNK = (128, 256, 64)
+TILES = ((128, 256, 64), (128, 128, 64))  # CTA tiles of the cooperative kernels (2 warpgroups x 64 rows)
+ORDERS = ("grouped", "row", "serpentine")  # tile orders (see ordered_tile)
 SMEM_BYTES = 227 * 1024
 
 
@@ -48,19 +50,45 @@ def grouped_tile(cluster_id, clusters_m, clusters_n):
     return cid_m, cid_n
 
 
+@cute.jit
+def ordered_tile(cluster_id, clusters_m, clusters_n, order: cutlass.Constexpr):
+    """(cid_m, cid_n) of the ``cluster_id``-th cluster in one of three tile orders:
+
+    * ``"grouped"``: :func:`grouped_tile` (every kernel's default);
+    * ``"row"``: row-major, the plain order (consecutive clusters walk N, then the next M);
+    * ``"serpentine"``: grouped, with every other group walking N backwards, so a group starts on
+      the B tiles the previous one ended on (a boustrophedon, the simplest space-filling curve)."""
+    if cutlass.const_expr(order == "row"):
+        return cluster_id // clusters_n, cluster_id % clusters_n
+    cid_m, cid_n = grouped_tile(cluster_id, clusters_m, clusters_n)
+    if cutlass.const_expr(order == "serpentine"):
+        if (cid_m // GROUP_M) % 2 == 1:
+            cid_n = clusters_n - 1 - cid_n
+    return cid_m, cid_n
+
+
 class TmaGemm:
     """``TmaGemm(stages, cluster)(a, b, c, stream)``: a ``@cute.jit`` GEMM on (M, K, 1), (N, K, 1)
-    and (M, N, 1) tensors (the trailing batch mode of the CUTLASS example, size 1)."""
+    and (M, N, 1) tensors (the trailing batch mode of the CUTLASS example, size 1). ``tile``: the
+    CTA tile (one of ``TILES``); ``order``: the tile order (:func:`ordered_tile`)."""
 
-    def __init__(self, stages: int | None = None, cluster=(1, 1)):
-        stages = max_stages() if stages is None else stages
-        if not (isinstance(stages, int) and 1 <= stages <= max_stages()):
-            raise ValueError(f"stages must be 1..{max_stages()} (shared memory), got {stages!r}")
+    tiles = TILES
+
+    def __init__(self, stages: int | None = None, cluster=(1, 1), tile=TILE_MNK, order: str = "grouped"):
+        if tuple(tile) not in self.tiles:
+            raise ValueError(f"tile must be one of {self.tiles} (M, N, K), got {tile!r}")
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        self.tile, self.order = tuple(tile), order
+        stages = max_stages(self.tile) if stages is None else stages
+        if not (isinstance(stages, int) and 1 <= stages <= max_stages(self.tile)):
+            raise ValueError(f"stages must be 1..{max_stages(self.tile)} (shared memory), got {stages!r}")
         if tuple(cluster) not in ((1, 1), (2, 1), (1, 2), (2, 2)):
             raise ValueError(f"cluster must be (1, 1), (2, 1), (1, 2) or (2, 2), got {cluster!r}")
         self.stages, self.cluster = stages, tuple(cluster)
         self.k_pipe_mmas = 0 if stages == 1 else 1      # wgmma groups left in flight
         self.threads = 256                              # two consumer warpgroups, 64 rows each
+        self.mma_wgs = 2                                # warpgroups sharing one C tile (cooperative)
 
     def mma_and_layouts(self, a, b, c, epi_stages: int):
         """Host-side setup shared by every GEMM variant: the warpgroup MMA and the swizzled
@@ -69,10 +97,12 @@ class TmaGemm:
         a_major, b_major = cutlass.utils.LayoutEnum.from_tensor(a), cutlass.utils.LayoutEnum.from_tensor(b)
         self.c_layout = cutlass.utils.LayoutEnum.from_tensor(c)
         tiled_mma = sm90.make_trivial_tiled_mma(ab, ab, a_major.sm90_mma_major_mode(), b_major.sm90_mma_major_mode(),
-                                                cutlass.Float32, (2, 1, 1), tiler_mn=(64, TILE_MNK[1]))
-        self.epi_tile = sm90.compute_tile_shape_or_override(TILE_MNK, self.c_dtype, is_cooperative=True)
-        sa_layout = sm90.make_smem_layout_a(a_major, TILE_MNK, ab, self.stages)
-        sb_layout = sm90.make_smem_layout_b(b_major, TILE_MNK, ab, self.stages)
+                                                cutlass.Float32, (self.mma_wgs, 1, 1),
+                                                tiler_mn=(64, self.tile[1]))
+        self.epi_tile = sm90.compute_tile_shape_or_override(self.tile, self.c_dtype,
+                                                            is_cooperative=self.mma_wgs == 2)
+        sa_layout = sm90.make_smem_layout_a(a_major, self.tile, ab, self.stages)
+        sb_layout = sm90.make_smem_layout_b(b_major, self.tile, ab, self.stages)
         sc_layout = sm90.make_smem_layout_epi(self.c_dtype, self.c_layout, self.epi_tile, epi_stages)
         return ab, tiled_mma, sa_layout, sb_layout, sc_layout
 
@@ -84,9 +114,9 @@ class TmaGemm:
         op_a = cpasync.CopyBulkTensorTileG2SMulticastOp() if cn > 1 else cpasync.CopyBulkTensorTileG2SOp()
         op_b = cpasync.CopyBulkTensorTileG2SMulticastOp() if cm > 1 else cpasync.CopyBulkTensorTileG2SOp()
         atom_a, tma_a = cpasync.make_tiled_tma_atom(op_a, a, cute.slice_(sa_layout, (None, None, 0)),
-                                                    (TILE_MNK[0], TILE_MNK[2]), num_multicast=cn)
+                                                    (self.tile[0], self.tile[2]), num_multicast=cn)
         atom_b, tma_b = cpasync.make_tiled_tma_atom(op_b, b, cute.slice_(sb_layout, (None, None, 0)),
-                                                    (TILE_MNK[1], TILE_MNK[2]), num_multicast=cm)
+                                                    (self.tile[1], self.tile[2]), num_multicast=cm)
         return atom_a, tma_a, atom_b, tma_b, self.tma_store_atom(c, sc_layout)
 
     def tma_store_atom(self, c, sc_layout):
@@ -108,7 +138,7 @@ class TmaGemm:
         self.storage = Storage
         self.stage_bytes = cute.size_in_bytes(ab, cute.slice_(sa_layout, (None, None, 0))) + \
             cute.size_in_bytes(ab, cute.slice_(sb_layout, (None, None, 0)))
-        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1], 1), (TILE_MNK[0], TILE_MNK[1], 1))
+        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1], 1), (self.tile[0], self.tile[1], 1))
         grid = (cute.ceil_div(tiles[0], cm) * cm, cute.ceil_div(tiles[1], cn) * cn, 1)
         self.kernel(atom_a, tma_a, atom_b, tma_b, atom_c, tma_c, tiled_mma, sa_layout, sb_layout,
                     sc_layout).launch(grid=grid, block=[self.threads, 1, 1], cluster=(cm, cn, 1), stream=stream)
@@ -191,7 +221,7 @@ class TmaGemm:
         """(pid_m, pid_n) of this CTA: its cluster's place in the grouped order (:func:`grouped_tile`)."""
         cidx, cidy, _ = cute.arch.cluster_idx()
         cdimx, cdimy, _ = cute.arch.cluster_dim()
-        cid_m, cid_n = grouped_tile(cidx + cdimx * cidy, cdimx, cdimy)
+        cid_m, cid_n = ordered_tile(cidx + cdimx * cidy, cdimx, cdimy, self.order)
         in_cluster = cute.arch.block_in_cluster_idx()
         return cid_m * self.cluster[0] + in_cluster[0], cid_n * self.cluster[1] + in_cluster[1]
 
@@ -201,9 +231,9 @@ class TmaGemm:
         sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
         sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
         coord = (pid_m, pid_n, None, 0)
-        gA = cute.local_tile(mA, TILE_MNK, coord, proj=(1, None, 1))         # (bM, bK, k-tiles)
-        gB = cute.local_tile(mB, TILE_MNK, coord, proj=(None, 1, 1))         # (bN, bK, k-tiles)
-        gC = cute.local_tile(mC, TILE_MNK, coord, proj=(1, 1, None))         # (bM, bN)
+        gA = cute.local_tile(mA, self.tile, coord, proj=(1, None, 1))        # (bM, bK, k-tiles)
+        gB = cute.local_tile(mB, self.tile, coord, proj=(None, 1, 1))        # (bN, bK, k-tiles)
+        gC = cute.local_tile(mC, self.tile, coord, proj=(1, 1, None))        # (bM, bN)
         return sA, sB, gA, gB, gC
 
     def epilogue_views(self, acc, tiled_mma, atom_c, gC, sC, tidx):

@@ -16,8 +16,8 @@ After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
 """
 from __future__ import annotations
 
-from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
-from .gemm import TILE_MNK, TmaGemm, grouped_tile
+from .compat import cpasync, cute, cutlass, pipeline, SmemAllocator, warpgroup
+from .gemm import TILE_MNK, TmaGemm, ordered_tile
 
 SMEM_BYTES = 227 * 1024
 EPI_STAGES = 4
@@ -25,42 +25,49 @@ LOAD_REGS, MMA_REGS = 40, 232            # setmaxnreg targets of the official ex
 H100_SMS = 132                            # compile-only default for the persistent grid
 
 
-def ws_stages(itemsize: int = 2) -> int:
-    """A+B stages that fit next to the epilogue's own C buffers (4 x 128 x 32) and 1 KiB of barriers."""
-    epi = EPI_STAGES * 128 * 32 * itemsize
-    return (SMEM_BYTES - 1024 - epi) // ((TILE_MNK[0] + TILE_MNK[1]) * TILE_MNK[2] * itemsize)
+def ws_stages(itemsize: int = 2, tile=TILE_MNK, c_sets: int = 1) -> int:
+    """A+B stages that fit next to the epilogue's own C buffers (``c_sets`` rings of 4 x 128 x 32,
+    one per warpgroup that stores on its own) and 1 KiB of barriers."""
+    epi = c_sets * EPI_STAGES * 128 * 32 * itemsize
+    return (SMEM_BYTES - 1024 - epi) // ((tile[0] + tile[1]) * tile[2] * itemsize)
 
 
 class WsGemm(TmaGemm):
-    """``WsGemm(persistent, cluster, sms)(a, b, c, stream)``: same tensors as ``TmaGemm``.
-    ``sms``: clusters the persistent grid launches (the GPU's SM count / cluster size)."""
+    """``WsGemm(persistent, cluster, sms, realloc, order)(a, b, c, stream)``: same tensors as
+    ``TmaGemm``. ``sms``: the GPU's SM count (the persistent grid launches sms / cluster size
+    clusters); ``realloc=False`` leaves out the two ``setmaxnreg`` (every warp keeps the launch's
+    registers); ``order``: the tile order (:func:`cute_gemm.ordered_tile`)."""
 
-    def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS):
-        super().__init__(ws_stages(), cluster)
+    def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS, realloc: bool = True,
+                 order: str = "grouped", tile=TILE_MNK, c_sets: int = 1):
+        super().__init__(ws_stages(2, tile, c_sets), cluster, tile, order)
         if not (isinstance(sms, int) and sms >= 1):
             raise ValueError(f"sms must be a positive int, got {sms!r}")
-        self.persistent = bool(persistent)
+        self.persistent, self.realloc = bool(persistent), bool(realloc)
         self.max_clusters = sms // (self.cluster[0] * self.cluster[1]) if persistent else 1 << 24
         self.threads = 384                              # 1 producer + 2 consumer warpgroups
         self.mma_threads = 256
+        self.c_sets = c_sets
+        self.release_warps = 8                          # warps that release each stage (both consumers)
         self.epi_bar = pipeline.NamedBarrier(barrier_id=1, num_threads=self.mma_threads)
 
     @cute.jit
     def __call__(self, a: cute.Tensor, b: cute.Tensor, c: cute.Tensor, stream):
-        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, EPI_STAGES)
+        ab, tiled_mma, sa_layout, sb_layout, sc_layout = self.mma_and_layouts(a, b, c, EPI_STAGES * self.c_sets)
         atom_a, tma_a, atom_b, tma_b, (atom_c, tma_c) = self.tma_atoms(a, b, c, sa_layout, sb_layout, sc_layout)
         cm, cn = self.cluster
 
         @cute.struct
         class Storage:
             bars: cute.struct.MemRange[cutlass.Int64, self.stages * 2]
+            order_bars: cute.struct.MemRange[cutlass.Int64, 4]      # used by the ping-pong kernel
             sA: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sa_layout)], 1024]
             sB: cute.struct.Align[cute.struct.MemRange[ab, cute.cosize(sb_layout)], 1024]
             sC: cute.struct.Align[cute.struct.MemRange[self.c_dtype, cute.cosize(sc_layout)], 1024]
         self.storage = Storage
         self.stage_bytes = cute.size_in_bytes(ab, cute.slice_(sa_layout, (None, None, 0))) + \
             cute.size_in_bytes(ab, cute.slice_(sb_layout, (None, None, 0)))
-        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1]), (TILE_MNK[0], TILE_MNK[1]))
+        tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1]), (self.tile[0], self.tile[1]))
         clusters_m, clusters_n = cute.ceil_div(tiles[0], cm), cute.ceil_div(tiles[1], cn)
         grid = (cm, cn, cutlass.min(clusters_m * clusters_n, self.max_clusters))     # z: clusters
         # the cluster counts go in as kernel arguments (runtime values), so that grouped_tile
@@ -87,31 +94,34 @@ class WsGemm(TmaGemm):
         mask_a = cute.make_layout_image_mask(cta_layout, crd, mode=1) if cn > 1 else 0
         mask_b = cute.make_layout_image_mask(cta_layout, crd, mode=0) if cm > 1 else 0
         storage = SmemAllocator().allocate(self.storage)
-        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, (cm + cn - 1) * self.mma_threads // 32)
+        consumers = pipeline.CooperativeGroup(pipeline.Agent.Thread, (cm + cn - 1) * self.release_warps)
         pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bars.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
             tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
+        wg = cute.arch.make_warp_uniform(tidx // 128)
+        order = self.make_order(storage, wg)            # initialised with the pipeline's barriers
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
         sA = storage.sA.get_tensor(sa_layout.outer, swizzle=sa_layout.inner)
         sB = storage.sB.get_tensor(sb_layout.outer, swizzle=sb_layout.inner)
         sC = storage.sC.get_tensor(sc_layout.outer, swizzle=sc_layout.inner)
-        gA = cute.local_tile(mA, (TILE_MNK[0], TILE_MNK[2]), (None, None, None))   # (bM, bK, m, k, l)
-        gB = cute.local_tile(mB, (TILE_MNK[1], TILE_MNK[2]), (None, None, None))   # (bN, bK, n, k, l)
-        gC = cute.local_tile(mC, (TILE_MNK[0], TILE_MNK[1]), (None, None, None))   # (bM, bN, m, n, l)
+        bm, bn, bk = self.tile
+        gA = cute.local_tile(mA, (bm, bk), (None, None, None))    # (bM, bK, m, k, l)
+        gB = cute.local_tile(mB, (bn, bk), (None, None, None))    # (bN, bK, n, k, l)
+        gC = cute.local_tile(mC, (bm, bn), (None, None, None))    # (bM, bN, m, n, l)
         tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
                                          cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
         tBs, tBg = cpasync.tma_partition(atom_b, crd[0], cute.make_layout(cm),
                                          cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
-        wg = cute.arch.make_warp_uniform(tidx // 128)
-        thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=128)(wg - 1))
+        thr_mma = tiled_mma.get_slice(self.mma_slice(wg))
         tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))
         tCrB = tiled_mma.make_fragment_B(thr_mma.partition_B(sB))
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, cutlass.Float32)
         k_tiles = cute.size(gA, mode=[3])
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster)
         if wg == 0:                                     # producer warpgroup: few registers
-            cute.arch.setmaxregister_decrease(LOAD_REGS)
+            if cutlass.const_expr(self.realloc):
+                cute.arch.setmaxregister_decrease(LOAD_REGS)
             if warp == 0:
                 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 tile = self.first_tile()
@@ -125,9 +135,19 @@ class WsGemm(TmaGemm):
                     tile += self.tile_step()
                 pipe.producer_tail(prod)                # don't exit while peers may still signal us
         if wg > 0:                                      # consumer warpgroups: many registers
-            cute.arch.setmaxregister_increase(MMA_REGS)
+            if cutlass.const_expr(self.realloc):
+                cute.arch.setmaxregister_increase(MMA_REGS)
             self.consume(pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
-                         tidx, warp)
+                         tidx, warp, order)
+
+    @cute.jit
+    def mma_slice(self, wg):
+        """The MMA slice of warpgroup ``wg`` (1, 2): its 64-row half of the shared C tile."""
+        return cute.make_layout(2, stride=128)(wg - 1)
+
+    def make_order(self, storage, wg):
+        """The consumers' ordering barrier: none here (both run every tile together)."""
+        return None
 
     @cute.jit
     def first_tile(self):
@@ -142,13 +162,13 @@ class WsGemm(TmaGemm):
     @cute.jit
     def tile_mn(self, tile, clusters_m, clusters_n, crd):
         """(m, n) C tile of this CTA for tile number ``tile``: the cluster's place in the grouped
-        order of ``TmaGemm`` (:func:`cute_gemm.grouped_tile`) plus the CTA's place in the cluster."""
-        cid_m, cid_n = grouped_tile(tile, clusters_m, clusters_n)
+        order (:func:`cute_gemm.ordered_tile`) plus the CTA's place in the cluster."""
+        cid_m, cid_n = ordered_tile(tile, clusters_m, clusters_n, self.order)
         return cid_m * self.cluster[0] + crd[0], cid_n * self.cluster[1] + crd[1]
 
     @cute.jit
     def consume(self, pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
-                tidx, warp):
+                tidx, warp, order):
         """Consumer loop: per tile, wait -> wgmma -> release each stage, then the epilogue."""
         tile = self.first_tile()
         done = cutlass.Int32(0)                         # tiles finished (the epilogue's ring position)
@@ -157,22 +177,7 @@ class WsGemm(TmaGemm):
         store_pipe = pipeline.PipelineTmaStore.create(
             num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, self.mma_threads))
         while tile < clusters_m * clusters_n:
-            acc.fill(0.0)
-            tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
-            for k in cutlass.range(k_tiles, unroll=1):
-                pipe.consumer_wait(read)
-                warpgroup.fence()
-                for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
-                    cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-                warpgroup.commit_group()
-                warpgroup.wait_group(1)                 # the previous stage's wgmmas are done
-                read.advance()
-                if k >= 1:
-                    pipe.consumer_release(release)
-                    release.advance()
-            warpgroup.wait_group(0)
-            pipe.consumer_release(release)              # the tile's last stage
-            release.advance()
+            self.mainloop(pipe, read, release, tiled_mma, tCrA, tCrB, acc, k_tiles)
             m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
             self.ws_epilogue(acc, tiled_mma, atom_c, gC[(None, None, m, n, 0)], sC, store_pipe,
                              tidx - 128, warp, done)
@@ -181,8 +186,33 @@ class WsGemm(TmaGemm):
         store_pipe.producer_tail()
 
     @cute.jit
-    def ws_epilogue(self, acc, tiled_mma, atom_c, gC, sC, store_pipe, tidx, warp, done):
-        """Accumulators -> fp16/bf16 -> C's own shared buffers (a ring across tiles) -> TMA store."""
+    def mainloop(self, pipe, read, release, tiled_mma, tCrA, tCrB, acc, k_tiles, order=None, turn=None):
+        """One tile's k-loop: wait for a stage -> wgmma -> release the stage before it; then wait
+        for the last wgmmas and release the tile's last stage. With an ordering barrier
+        (``order``, ping-pong), the turn passes on once the last wgmmas are issued."""
+        acc.fill(0.0)
+        tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
+        for k in cutlass.range(k_tiles, unroll=1):
+            pipe.consumer_wait(read)
+            warpgroup.fence()
+            for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+                cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+            warpgroup.commit_group()
+            warpgroup.wait_group(1)                     # the previous stage's wgmmas are done
+            read.advance()
+            if k >= 1:
+                pipe.consumer_release(release)
+                release.advance()
+        if cutlass.const_expr(order is not None):
+            order.arrive(turn)                          # the other warpgroup's mainloop may start
+        warpgroup.wait_group(0)
+        pipe.consumer_release(release)                  # the tile's last stage
+        release.advance()
+
+    @cute.jit
+    def ws_epilogue(self, acc, tiled_mma, atom_c, gC, sC, store_pipe, tidx, warp, done, cw=0):
+        """Accumulators -> fp16/bf16 -> C's own shared buffers (a ring across tiles) -> TMA store.
+        ``cw``: the consumer warpgroup storing alone (ping-pong: its own ring, barrier and warp)."""
         tiled_r2s, tRS_sC, tRS_acc, rD_layout, rD, gC_epi, bSG_s, bSG_g = self.epilogue_views(
             acc, tiled_mma, atom_c, gC, sC, tidx)
         epi_n = cute.size(gC_epi, mode=[1])
@@ -193,15 +223,20 @@ class WsGemm(TmaGemm):
                 rD[v] = tRS_acc[e * cute.size(rD) + v]
             out = cute.make_rmem_tensor_like(rD_layout, self.c_dtype)
             out.store(rD.load().to(self.c_dtype))
-            buf = (done * epi_n + e) % EPI_STAGES
+            buf = (done * epi_n + e) % EPI_STAGES + cw * EPI_STAGES
             cute.copy(tiled_r2s, out, tRS_sC[(None, None, None, buf)])
             cute.arch.fence_proxy("async.shared", space="cta")
-            self.epi_bar.arrive_and_wait()
-            if warp == 4:                               # first consumer warp stores
+            self.epi_sync(cw)
+            if warp == 4 + 4 * cw:                      # the storing group's first warp stores
                 cute.copy(atom_c, bSG_s[(None, buf)], bSG_g[(None, epi_layout.get_hier_coord(e))])
                 store_pipe.producer_commit()
                 store_pipe.producer_acquire()
-            self.epi_bar.arrive_and_wait()
+            self.epi_sync(cw)
+
+    @cute.jit
+    def epi_sync(self, cw):
+        """Barrier of the threads that store one C tile (here: both consumer warpgroups)."""
+        self.epi_bar.arrive_and_wait()
 
 
 def sm_count() -> int:
@@ -210,10 +245,10 @@ def sm_count() -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
-def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1)):
+def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1), realloc: bool = True, order: str = "grouped"):
     """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
     from .gemm import operands, run_cached
     sms = sm_count()
-    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms)
-    run_cached(key, lambda: WsGemm(persistent, cluster, sms), operands(a, b, c))
+    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms, realloc, order)
+    run_cached(key, lambda: WsGemm(persistent, cluster, sms, realloc, order), operands(a, b, c))
     return c

@@ -1,0 +1,316 @@
+"""Day 5 · 05 exercises: references and checks (see ``utils.core.checks`` for the conventions).
+
+1. :func:`check_register_split` — the ``setmaxnreg`` targets of a warp-specialized kernel: the
+   most registers per consumer thread that the rules of ``setmaxnreg`` and the register file allow.
+2. :func:`check_pingpong` — the ordering-barrier calls of the two ping-pong consumer warpgroups,
+   run in a small discrete-event model of ``PipelineOrder(depth=2, length=2)``
+   (:func:`simulate_pingpong`).
+3. :func:`check_release_mask` — the CTAs a consumer releases a shared-memory stage to in a cluster
+   with multicast of A along the rows and of B along the columns.
+"""
+from __future__ import annotations
+
+from ..core.checks import NOT_ATTEMPTED, attempt, fail, is_int, is_number, not_attempted, passed
+from ..cute_dsl.exercises import mcast_mask_ref
+
+# --- 1. register split ---------------------------------------------------------------------------
+REGISTER_FILE = 65536            # 32-bit registers per SM (one CTA per SM here)
+WG_THREADS = 128                 # threads per warpgroup
+MIN_REGS, MAX_REGS = 24, 256     # setmaxnreg's range; its values are multiples of 8
+SPLIT_CASES = [(1, 2), (1, 1), (1, 3), (2, 2)]
+
+
+def _check_wgs(producer_wgs, consumer_wgs) -> None:
+    """ValueError unless both counts are ints >= 1 and the CTA has at most 8 warpgroups."""
+    for what, n in (("producer_wgs", producer_wgs), ("consumer_wgs", consumer_wgs)):
+        if not is_int(n) or n < 1:
+            raise ValueError(f"{what} must be an int >= 1, got {n!r}")
+    if producer_wgs + consumer_wgs > 8:
+        raise ValueError(f"{producer_wgs} + {consumer_wgs} warpgroups: a CTA has at most 1024 threads "
+                         "= 8 warpgroups")
+
+
+def launch_regs(producer_wgs: int, consumer_wgs: int) -> int:
+    """Registers per thread at launch: the register file shared by all the CTA's threads, rounded
+    down to a multiple of 8, at most 256."""
+    _check_wgs(producer_wgs, consumer_wgs)
+    return min(MAX_REGS, REGISTER_FILE // (WG_THREADS * (producer_wgs + consumer_wgs)) // 8 * 8)
+
+
+def register_split_problems(split, producer_wgs: int, consumer_wgs: int) -> list[str]:
+    """Every rule the split ``(producer_regs, consumer_regs)`` breaks (empty: a valid split):
+    ints, multiples of 8 in [24, 256] (``setmaxnreg``); all threads' registers fit in the register
+    file; ``setmaxnreg.dec`` may only lower the launch allotment (producer) and
+    ``setmaxnreg.inc`` only raise it (consumers)."""
+    a = launch_regs(producer_wgs, consumer_wgs)
+    if not (isinstance(split, (tuple, list)) and len(split) == 2 and all(is_int(v) for v in split)):
+        raise ValueError(f"split must be a pair of ints (producer_regs, consumer_regs), got {split!r}")
+    p, c = (int(v) for v in split)
+    out = []
+    for who, r in (("the producer's", p), ("the consumers'", c)):
+        if r % 8:
+            out.append(f"{who} {r} registers is not a multiple of 8 (setmaxnreg's rule)")
+        if not MIN_REGS <= r <= MAX_REGS:
+            out.append(f"{who} {r} registers is outside setmaxnreg's range [24, 256]")
+    used = WG_THREADS * (producer_wgs * p + consumer_wgs * c)
+    if used > REGISTER_FILE:
+        out.append(f"128 x ({producer_wgs} x {p} + {consumer_wgs} x {c}) = {used} registers: more than "
+                   f"the SM's register file ({REGISTER_FILE})")
+    if p > a:
+        out.append(f"the producer's {p} is above the launch allotment {a}: setmaxnreg.dec can only lower it")
+    if c < a:
+        out.append(f"the consumers' {c} is below the launch allotment {a}: setmaxnreg.inc can only raise it")
+    return out
+
+
+def register_split_ref(producer_wgs: int, consumer_wgs: int) -> tuple:
+    """``(producer_regs, consumer_regs)`` giving the consumers the most registers: the producer at
+    the minimum (24) leaves ``c`` = the rest of the register file per consumer thread, rounded down
+    to a multiple of 8 (at most 256). Several producer counts may fit with that ``c``; this returns
+    the largest one (e.g. (32, 240) for 1 + 2 warpgroups, where (24, 240) is just as right)."""
+    a = launch_regs(producer_wgs, consumer_wgs)
+    c = min(MAX_REGS, (REGISTER_FILE // WG_THREADS - producer_wgs * MIN_REGS) // consumer_wgs // 8 * 8)
+    p = min(a, (REGISTER_FILE // WG_THREADS - consumer_wgs * c) // producer_wgs // 8 * 8)
+    return p, c
+
+
+def check_register_split(fn) -> None:
+    """``fn(producer_wgs, consumer_wgs)`` must return a valid ``(producer_regs, consumer_regs)``
+    (:func:`register_split_problems`) with the most registers per consumer thread; any producer
+    count that fits with it is accepted."""
+    name = "register split"
+    for P, C in SPLIT_CASES:
+        got = attempt(fn, P, C)
+        if isinstance(got, str) and got == NOT_ATTEMPTED:
+            return not_attempted(name)
+        launched = f"{P} producer + {C} consumer warpgroups of 128 threads, one CTA per SM"
+        if not (isinstance(got, (tuple, list)) and len(got) == 2 and all(is_int(v) for v in got)):
+            fail(name, f"expected a pair of ints (producer_regs, consumer_regs), got {got!r}",
+                 "registers per thread are whole numbers, e.g. return (p, c)", launched)
+        p, c = int(got[0]), int(got[1])
+        a = launch_regs(P, C)
+        problems = register_split_problems((p, c), P, C)
+        if problems:
+            fail(name, f"({p}, {c}): " + "; ".join(problems),
+                 f"at launch every thread gets {a} registers (65536 / (128 x {P + C}), rounded down to "
+                 "a multiple of 8); the producer lowers its count, the consumers raise theirs, in "
+                 "multiples of 8 within [24, 256], and 128 x (P*p + C*c) must fit in 65536", launched)
+        best = register_split_ref(P, C)[1]
+        if c != best:
+            fail(name, f"({p}, {c}) is a valid split, but the consumers could have {best}",
+                 "give the producer the minimum, 24, and the consumers what is left of the register "
+                 "file, rounded down to a multiple of 8", launched)
+    return passed(name, "(1 producer + 2 consumer warpgroups: 240 per consumer thread; the course's "
+                  "kernels use 40/232, CUTLASS's default)")
+
+
+# --- 2. ping-pong ordering barrier ---------------------------------------------------------------
+PINGPONG_EVENTS = ("wait", "arrive", "mainloop", "epilogue")
+PINGPONG_CASES = [(1, 1), (2, 2), (3, 3), (3, 2)]     # (warpgroup 0's tiles, warpgroup 1's tiles)
+
+
+def pingpong_ref(cw: int, tiles: int) -> list:
+    """The events of consumer warpgroup ``cw`` for its ``tiles`` tiles: the mainloop and the
+    epilogue are each an ordered section (wait for the turn, work, hand the turn on)."""
+    return ["wait", "mainloop", "arrive", "wait", "epilogue", "arrive"] * tiles
+
+
+def _overlap(a, b) -> bool:
+    return a[0] < b[1] and b[0] < a[1]
+
+
+def _span(iv) -> str:
+    return f"{iv[0]:g}-{iv[1]:g}"
+
+
+def _static_problems(events, w, tiles) -> list:
+    """(what, hint) for the phases and barrier calls of warpgroup ``w`` read from its list."""
+    out = []
+    phases = [e for e in events if e in ("mainloop", "epilogue")]
+    n_ml, n_epi = phases.count("mainloop"), phases.count("epilogue")
+    n = tiles if tiles is not None else n_ml
+    if (n_ml, n_epi) != (n, n):
+        out.append((f"warpgroup {w} runs {n_ml} mainloop(s) and {n_epi} epilogue(s) for {n} tile(s)",
+                    "exactly one mainloop and one epilogue per tile"))
+    elif phases != ["mainloop", "epilogue"] * n:
+        out.append((f"warpgroup {w} runs an epilogue before its tile's mainloop",
+                    "a tile's epilogue stores what its mainloop computed: mainloop first"))
+    n_wait, n_arrive = events.count("wait"), events.count("arrive")
+    if n_wait != n_arrive:
+        out.append((f"warpgroup {w} has {n_wait} wait(s) and {n_arrive} arrive(s)",
+                    "each ordered section is wait, work, arrive: the arrive hands the turn to the "
+                    "other warpgroup"))
+    return out
+
+
+def simulate_pingpong(events0, events1, mainloop=10, epilogue=3, tiles=None) -> dict:
+    """Run the two consumer warpgroups' event lists side by side, as ``PipelineOrder(depth=2,
+    length=2)`` orders them (the course's kernel counts its turns per tile): a warpgroup's i-th
+    "wait" is on section i % 2, its i-th "arrive" signals section i % 2 to the other warpgroup.
+    The turns of a section go WG0, WG1, WG0, ...: WG0's k-th wait on section s passes once WG1
+    arrived k times on s, WG1's once WG0 arrived k + 1 times. "mainloop" and "epilogue" take
+    ``mainloop`` and ``epilogue`` time units, wait and arrive none. ``tiles``: (tiles of WG0,
+    tiles of WG1) or one int for both, to check the number of phases.
+
+    Returns ``{"mainloop": (WG0's intervals, WG1's), "epilogue": (...), "finish": time or None
+    (deadlock), "problems": [(what, hint), ...]}`` (no problems: a working ping-pong)."""
+    if not (is_number(mainloop) and is_number(epilogue) and mainloop > 0 and epilogue > 0):
+        raise ValueError(f"mainloop and epilogue must be positive durations, got {mainloop!r}, {epilogue!r}")
+    ev = []
+    for w, events in enumerate((events0, events1)):
+        if not isinstance(events, (list, tuple)):
+            raise ValueError(f"events{w} must be a list of event names, got {type(events).__name__}")
+        ev.append(list(events))
+    per_wg = (tiles, tiles) if tiles is None or is_int(tiles) else tuple(tiles)
+    result = {"mainloop": ([], []), "epilogue": ([], []), "finish": None, "problems": []}
+    problems = result["problems"]
+    for w in (0, 1):
+        bad = next(((i, e) for i, e in enumerate(ev[w]) if not (isinstance(e, str) and e in PINGPONG_EVENTS)), None)
+        if bad:
+            problems.append((f"warpgroup {w}'s event {bad[0]} is {bad[1]!r}",
+                             f"each event is one of {PINGPONG_EVENTS}"))
+    if problems:
+        return result
+    pc, now, waits, arrives = [0, 0], [0, 0], [0, 0], [0, 0]
+    arrived = {(w, s): [] for w in (0, 1) for s in (0, 1)}      # times WG w arrived on section s
+    moved = True
+    while moved:                  # a dataflow graph: any order that respects the waits gives the same times
+        moved = False
+        for w in (0, 1):
+            while pc[w] < len(ev[w]):
+                e = ev[w][pc[w]]
+                if e == "wait":
+                    s, k = waits[w] % 2, waits[w] // 2
+                    need = k if w == 0 else k + 1
+                    if need:
+                        times = arrived[(1 - w, s)]
+                        if len(times) < need:
+                            break
+                        now[w] = max(now[w], times[need - 1])
+                    waits[w] += 1
+                elif e == "arrive":
+                    arrived[(w, arrives[w] % 2)].append(now[w])
+                    arrives[w] += 1
+                else:
+                    end = now[w] + (mainloop if e == "mainloop" else epilogue)
+                    result[e][w].append((now[w], end))
+                    now[w] = end
+                pc[w] += 1
+                moved = True
+    blocked = [w for w in (0, 1) if pc[w] < len(ev[w])]
+    for w in blocked:
+        s, k = waits[w] % 2, waits[w] // 2
+        need = k if w == 0 else k + 1
+        problems.append((f"deadlock: warpgroup {w} waits forever at its wait #{waits[w] + 1} (event {pc[w]}, "
+                         f"section {s}): it needs warpgroup {1 - w}'s arrive #{need} on that section, "
+                         f"which never comes", "every wait needs the other warpgroup's matching arrive: "
+                         "end each ordered section (the mainloop, the epilogue) with an arrive"))
+    if not blocked:
+        result["finish"] = max(now)
+    for w in (0, 1):
+        problems.extend(_static_problems(ev[w], w, per_wg[w]))
+    (ml0, ml1), (epi0, epi1) = result["mainloop"], result["epilogue"]
+    for what, first, second, hint in (
+            ("mainloops", ml0, ml1, "the two warpgroups' mainloops contend for the tensor cores: wait for "
+             "the turn before the mainloop and hand it on (arrive) only after it"),
+            ("epilogues", epi0, epi1, "the epilogues take turns too: wait before the epilogue, arrive "
+             "after it (the second section of the ordering barrier)")):
+        pair = next(((i, j) for i, a in enumerate(first) for j, b in enumerate(second) if _overlap(a, b)), None)
+        if pair:
+            i, j = pair
+            problems.append((f"the {what} overlap: warpgroup 0's tile {i} ({_span(first[i])}) and warpgroup "
+                             f"1's tile {j} ({_span(second[j])})", hint))
+    hides = any(_overlap(e, m) for epi, ml in ((epi0, ml1), (epi1, ml0)) for e in epi for m in ml)
+    if ml0 and ml1 and (epi0 or epi1) and not hides and not blocked:
+        problems.append(("the epilogue never hides under the other warpgroup's mainloop: that is what "
+                         "ping-pong is for", "arrive right after the mainloop, before the epilogue: the "
+                         "other warpgroup's mainloop then runs while you store"))
+    return result
+
+
+def check_pingpong(fn) -> None:
+    """``fn(cw, tiles)`` must return the events (:data:`PINGPONG_EVENTS`) of consumer warpgroup
+    ``cw`` for its ``tiles`` tiles; both warpgroups run in :func:`simulate_pingpong` for 1, 2, 3
+    tiles each and for 3 + 2 (a CTA with an odd number of tiles)."""
+    name = "ping-pong order"
+    for t0, t1 in PINGPONG_CASES:
+        got = []
+        for cw, t in ((0, t0), (1, t1)):
+            events = attempt(fn, cw, t)
+            if isinstance(events, str) and events == NOT_ATTEMPTED:
+                return not_attempted(name)
+            if not isinstance(events, list):
+                fail(name, f"fn({cw}, {t}) returned {type(events).__name__} {events!r:.80}",
+                     f"return a list of event names, each one of {PINGPONG_EVENTS}")
+            got.append(events)
+        sim = simulate_pingpong(*got, tiles=(t0, t1))
+        if sim["problems"]:
+            what, hint = sim["problems"][0]
+            fail(name, what, hint, launched=f"warpgroup 0: {t0} tile(s), warpgroup 1: {t1} tile(s); "
+                 "mainloop 10 time units, epilogue 3")
+    serial = 13 * sum(PINGPONG_CASES[2])
+    return passed(name, f"(mainloops take turns on the tensor cores, each epilogue runs under the other "
+                  f"warpgroup's mainloop: 3 + 3 tiles in {_ref_finish(3, 3):g} time units, not {serial})")
+
+
+def _ref_finish(t0: int, t1: int) -> float:
+    """The finish time of :func:`pingpong_ref` for ``t0`` and ``t1`` tiles in the model."""
+    return simulate_pingpong(pingpong_ref(0, t0), pingpong_ref(1, t1))["finish"]
+
+
+# --- 3. release mask in a cluster ----------------------------------------------------------------
+RELEASE_CLUSTERS = [(2, 2), (2, 1), (1, 2), (4, 1), (1, 4)]
+
+
+def release_mask_ref(cluster_shape, coord) -> int:
+    """The CTAs that the consumer of the CTA at ``coord`` = (m, n) releases a stage to: every CTA
+    that wrote into it, i.e. the same row m (A's multicast) and the same column n (B's), itself
+    included; bit r for rank r = m' + n' * cm (column-major)."""
+    return mcast_mask_ref(cluster_shape, coord, 1) | mcast_mask_ref(cluster_shape, coord, 0)
+
+
+def release_arrivals_ref(cluster_shape, warps_per_cta: int) -> int:
+    """Arrivals each CTA's empty barrier expects per stage: every releasing consumer warp of each
+    of the cm + cn - 1 CTAs that share the stage arrives once."""
+    cm, cn = cluster_shape
+    return (cm + cn - 1) * warps_per_cta
+
+
+def _rank(cluster_shape, coord) -> int:
+    return coord[0] + coord[1] * cluster_shape[0]
+
+
+RELEASE_MISTAKES = [  # (a mask with one slip, the hint)
+    (lambda cl, xy: release_mask_ref(cl[::-1], xy[::-1]),
+     "ranks are column-major: r = m + n * cm (that is the row-major rank)"),
+    (lambda cl, xy: mcast_mask_ref(cl, xy, 1),
+     "that is only A's peers (the same row m): B's tile came from the CTAs of the same column n"),
+    (lambda cl, xy: mcast_mask_ref(cl, xy, 0),
+     "that is only B's peers (the same column n): A's tile came from the CTAs of the same row m"),
+    (lambda cl, xy: release_mask_ref(cl, xy) & ~(1 << _rank(cl, xy)),
+     "the CTA itself wrote into the stage too: set its own bit")]
+
+
+def check_release_mask(fn) -> None:
+    """``fn(cluster_shape, coord)`` must return :func:`release_mask_ref` for every CTA of the
+    clusters 2 x 2, 2 x 1, 1 x 2, 4 x 1 and 1 x 4."""
+    name = "release mask"
+    cases = [(cl, (m, n)) for cl in RELEASE_CLUSTERS for n in range(cl[1]) for m in range(cl[0])]
+    got = []
+    for cl, xy in cases:
+        mask = attempt(fn, cl, xy)
+        if isinstance(mask, str) and mask == NOT_ATTEMPTED:
+            return not_attempted(name)
+        if not is_int(mask):
+            fail(name, f"expected an int bit mask, got {type(mask).__name__} {mask!r}",
+                 "set bit r with 1 << r and combine with |", launched=f"cluster={cl}, coord={xy}")
+        got.append(int(mask))
+    want = [release_mask_ref(*case) for case in cases]
+    if got != want:
+        i = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
+        hint = next((h for slip, h in RELEASE_MISTAKES if [slip(*c) for c in cases] == got),
+                    "set bit m' + n' * cm for every CTA (m', n') with m' == m or n' == n")
+        cl, xy = cases[i]
+        fail(name, f"got {got[i]:#06b}, expected {want[i]:#06b}", hint, launched=f"cluster={cl}, coord={xy}")
+    return passed(name, "(2 x 2 cluster, CTA (1, 0): 0b1011; its empty barrier expects "
+                  f"{release_arrivals_ref((2, 2), 4)} warp arrivals with 4 releasing warps per CTA)")

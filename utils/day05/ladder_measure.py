@@ -1,0 +1,195 @@
+"""Day 5 · 05: the measurements of the GEMM ablation ladder (Hopper only).
+
+* :func:`measure_ladder`: cuBLAS and every rung of ``cute_dsl.ladder`` (and the tile-order
+  variants) on the same fresh randn inputs, each output poisoned with NaN and checked element by
+  element against an fp32 reference before timing; then sustained, interleaved timing in the
+  course harness (``core.bench.compare``: ratio = median over rounds, with the lowest and highest
+  round).
+* :func:`measure_counters`: one launch of cuBLAS and of each rung under ``ncu`` (fresh process),
+  with the counters of ``cute_dsl.counters.METRICS`` (tensor pipe, warps, registers, bytes, stall
+  reasons).
+"""
+from __future__ import annotations
+
+from ..core import bench
+
+CUBLAS = "cuBLAS (torch.matmul)"
+SIZES = (4096, 6144, 8192)
+DTYPES = ("float16", "bfloat16")
+
+
+def rung_names() -> list:
+    """Every timed kernel: the rungs, then the order variants other than rung 6's own order."""
+    from ..cute_dsl import ladder
+    return list(ladder.STEPS) + [n for n, o in ladder.ORDERS.items() if o != "grouped"]
+
+
+def check_close(name: str, out, want, K: int) -> None:
+    """Every element of ``out`` within the fp16/bf16 output tolerance of ``want`` (fp32), no NaN."""
+    import torch
+    from .gemm import tolerance
+    tol = tolerance(out.dtype, K)
+    bad = ~((out.float() - want).abs() <= tol["atol"] + tol["rtol"] * want.abs())
+    n_bad = int(bad.sum().item())
+    if n_bad:
+        idx = tuple(int(i) for i in torch.nonzero(bad)[0])
+        raise AssertionError(f"{name}: {n_bad} of {out.numel()} elements wrong, first at {idx}: "
+                             f"{out[idx].item()} vs {want[idx].item()} (tolerance {tol})")
+
+
+def reference(a, b):
+    """a @ b.T in fp32 without TF32 (the correctness reference)."""
+    import torch
+    prev = torch.backends.cuda.matmul.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = False
+    try:
+        return a.float() @ b.float().T
+    finally:
+        torch.backends.cuda.matmul.allow_tf32 = prev
+
+
+def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50) -> list:
+    """Rows (``part="ladder"``) of TFLOP/s = 2 n^3 / time for cuBLAS and each rung, n^3 GEMMs."""
+    import torch
+    from ..cute_dsl import ladder
+    names = rung_names() if names is None else list(names)
+    rows = []
+    for dt in dtypes:
+        tdt = getattr(torch, dt)
+        for n in sizes:
+            a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
+            c = torch.empty(n, n, dtype=tdt, device="cuda")
+            want = reference(a, b)
+            contenders = {CUBLAS: lambda: torch.matmul(a, b.T)}
+            for name in names:
+                contenders[name] = lambda name=name: ladder.run(a, b, c, name)
+
+            def check(name, out, ref):
+                check_close(name, out, want, n)
+            got = bench.compare(lambda: (), contenders, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
+                                shape=(n, n, n), dtype=dt, check=check, reset=lambda: c.fill_(float("nan")),
+                                reps=reps)
+            for r in got:
+                r["part"] = "ladder"
+            rows += got
+    return rows
+
+
+def launch_once(n: int = 8192, dtype: str = "float16") -> None:
+    """The profiled process: cuBLAS, then each rung and order variant once, on the same randn inputs (made on the
+    host, so no other kernel runs first); every output checked afterwards."""
+    import numpy as np
+    import torch
+    from ..cute_dsl import ladder
+    rng = np.random.default_rng(0)
+    tdt = getattr(torch, dtype)
+    a = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).to(tdt).cuda()
+    b = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).to(tdt).cuda()
+    outs = [torch.matmul(a, b.T)]
+    for name in rung_names():
+        c = torch.from_numpy(np.full((n, n), np.nan, dtype=np.float32)).to(tdt).cuda()
+        ladder.run(a, b, c, name)
+        outs.append(c)
+    torch.cuda.synchronize()
+    want = reference(a, b)
+    for name, c in zip(rung_names(), outs[1:]):
+        check_close(name, c, want, n)
+
+
+def measure_counters(n: int = 8192, dtype: str = "float16") -> list:
+    """One row per kernel (cuBLAS first, then the rungs and order variants; ``part="counters"``): ``value`` = its
+    duration in ms under ncu, ``ratio`` = cuBLAS's duration / this one's, counters as extra keys."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    from ..cute_dsl import counters
+    names = [CUBLAS, *rung_names()]
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = f"from utils.day05 import ladder_measure as m; m.launch_once({n}, {dtype!r})"
+    kernels = ncu.profile([sys.executable, "-c", code], ".", metrics=counters.METRICS, cwd=root,
+                          launch_count=len(names))
+    if len(kernels) != len(names):
+        raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
+    rows = []
+    for name, k in zip(names, kernels):
+        ms = k["gpu__time_duration.sum"] / 1e6
+        rows.append(dict(name=name, metric="ms", value=ms, kernel=k["kernel"][:120], tool="ncu", part="counters",
+                         tensor_pipe_pct=k["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+                         warps_active_pct=k["sm__warps_active.avg.pct_of_peak_sustained_active"],
+                         registers=int(k["launch__registers_per_thread"]), instructions=k["smsp__inst_executed.sum"],
+                         dram_read_bytes=k["dram__bytes_read.sum"], **counters.lrc_bytes(k),
+                         stalls={s: k[counters.STALL_METRIC.format(s)] for s in counters.STALLS},
+                         shape=[n, n, n], dtype=dtype))
+    ref = rows[0]["value"]
+    for r in rows:
+        r.update(reference=CUBLAS, reference_value=ref, ratio=ref / r["value"])
+    return rows
+
+
+def measure(sizes=SIZES, dtypes=DTYPES) -> list:
+    """Everything notebook 05 records: the ladder at every size and dtype, then the counters."""
+    return measure_ladder(sizes, dtypes) + measure_counters()
+
+
+def gains(rows: list) -> dict:
+    """Each rung over the rung before (cuBLAS-relative ratios divided, so both came from the same
+    interleaved rounds), per (size, dtype): ``{(n, dtype): {rung: (median, lo, hi)}}``."""
+    from ..core.spread import ratio_between
+    from ..cute_dsl import ladder
+    out = {}
+    names = list(ladder.STEPS)
+    for n, dt in sorted({(r["shape"][0], r["dtype"]) for r in rows}):
+        by = {r["name"]: r for r in rows if r["shape"][0] == n and r["dtype"] == dt}
+        out[(n, dt)] = {b: tuple(ratio_between(by[b], by[a])[k] for k in ("ratio", "lo", "hi"))
+                        for a, b in zip(names, names[1:]) if a in by and b in by}
+    return out
+
+
+def plot_ladder(rows: list, label: str = ""):
+    """Ratio to cuBLAS of every rung (and order variant), one panel per dtype, one line per size;
+    bars span the lowest to the highest round."""
+    import matplotlib.pyplot as plt
+    names = [n for n in rung_names() if any(r["name"] == n for r in rows)]
+    dtypes = sorted({r["dtype"] for r in rows})
+    fig, axes = plt.subplots(1, len(dtypes), figsize=(6.5 * len(dtypes), 4.2), squeeze=False, sharey=True)
+    for ax, dt in zip(axes[0], dtypes):
+        for k, n in enumerate(sorted({r["shape"][0] for r in rows if r["dtype"] == dt})):
+            sel = {r["name"]: r for r in rows if r["dtype"] == dt and r["shape"][0] == n}
+            xs = [i + 0.1 * (k - 1) for i, name in enumerate(names) if name in sel]
+            ys = [sel[name]["ratio"] for name in names if name in sel]
+            err = [[y - sel[name]["ratio_lo"] for y, name in zip(ys, names)],
+                   [sel[name]["ratio_hi"] - y for y, name in zip(ys, names)]]
+            ax.errorbar(xs, ys, yerr=err, fmt="o-", ms=4, capsize=2, label=f"{n}³")
+        ax.axhline(1.0, color="gray", lw=1)
+        for target, style in ((1.05, "--"), (1.10, ":")):
+            ax.axhline(target, color="tab:red", lw=0.8, ls=style)
+        ax.set_xticks(range(len(names)), [n.split(" · ")[0] if " · " in n else n.replace("tile order: ", "order: ")
+                                          for n in names], fontsize=7, rotation=30)
+        ax.set_ylabel("speed vs cuBLAS (x)")
+        ax.set_title(f"{dt}: each rung vs cuBLAS (targets dashed: 1.05x, 1.10x)\n{label}", fontsize=8)
+        ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
+
+
+def plot_orders(n: int = 8192, sms: int = 132, cluster=(2, 1), tile=(128, 256)):
+    """The first wave of clusters on the C tile grid for each tile order (a picture of
+    ``ladder.order_ref``): dark = visited by the first wave, numbered by start order."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    from ..cute_dsl import ladder
+    cm, cn = cluster
+    grid = (n // (tile[0] * cm), n // (tile[1] * cn))
+    fig, axes = plt.subplots(1, 3, figsize=(12, 3.6))
+    for ax, order in zip(axes, ("row", "grouped", "serpentine")):
+        img = np.full(grid, np.nan)
+        for i, (m, j) in enumerate(ladder.order_ref(order, *grid)[: sms // (cm * cn)]):
+            img[m, j] = i
+        ax.imshow(img, cmap="viridis", aspect="auto")
+        fp = ladder.wave_footprint(order, n, sms, cluster, tile)
+        ax.set_title(f"{order}: first wave touches {fp['a_panels']} A + {fp['b_panels']} B panels\n"
+                     f"= {fp['bytes'] / 2**20:.0f} MiB of operands", fontsize=8)
+        ax.set_xlabel("cluster column (N)")
+        ax.set_ylabel("cluster row (M)")
+    fig.tight_layout()
+    return fig
