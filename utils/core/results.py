@@ -41,7 +41,7 @@ import sys
 
 ROOT = pathlib.Path(__file__).resolve().parents[2]
 ROW_KEYS = ("name", "metric", "value", "reference", "reference_value", "ratio", "shape", "dtype")
-METRICS = ("GB/s", "TFLOP/s", "ns", "ms", "cycles", "count", "bytes")
+METRICS = ("GB/s", "TFLOP/s", "ns", "ms", "cycles", "count", "bytes", "MHz")
 DEVICE_ENV = "COURSE_RESULTS_DEVICE"   # which device's recording the notebooks show on the cpu tier
 _RECORDED_THIS_RUN: set = set()        # (slug, stem) saved by this process: later saves merge
 

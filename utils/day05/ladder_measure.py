@@ -193,3 +193,68 @@ def plot_orders(n: int = 8192, sms: int = 132, cluster=(2, 1), tile=(128, 256)):
         ax.set_ylabel("cluster row (M)")
     fig.tight_layout()
     return fig
+
+
+def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
+    """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the SM clock and the
+    board power every ``interval_ms``; the medians of the middle half of the samples, and the
+    calls completed per second over the whole window."""
+    import statistics
+    import subprocess
+    import time
+    import torch
+    cmd = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+           f"-lms={interval_ms}", f"--id={torch.cuda.current_device()}"]
+    smi = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    torch.cuda.synchronize()
+    t0, calls = time.perf_counter(), 0
+    while time.perf_counter() - t0 < seconds:
+        for _ in range(10):
+            fn()
+        calls += 10
+        torch.cuda.synchronize()
+    elapsed = time.perf_counter() - t0
+    smi.terminate()
+    out = smi.communicate(timeout=10)[0]
+    samples = [tuple(float(x) for x in line.split(",")) for line in out.splitlines() if line.count(",") == 1]
+    mid = samples[len(samples) // 4: len(samples) * 3 // 4]
+    if len(mid) < 5:
+        raise RuntimeError(f"nvidia-smi gave {len(samples)} samples in {seconds} s: too few to read a clock")
+    return {"mhz": statistics.median(s[0] for s in mid), "watts": statistics.median(s[1] for s in mid),
+            "calls_per_s": calls / elapsed, "samples": len(mid)}
+
+
+def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0) -> list:
+    """Rows (``part="clocks"``, metric MHz): the SM clock and board power each kernel runs at when it
+    runs alone, back to back, for ``seconds`` (cuBLAS, the rungs and the order variants; two passes,
+    the second in reverse order, averaged), with its TFLOP/s over that window and TFLOP/s per GHz
+    (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
+    import torch
+    from ..cute_dsl import ladder
+    names = [CUBLAS, *rung_names()]
+    rows = []
+    tdt = getattr(torch, dtype)
+    for n in sizes:
+        a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
+        c = torch.empty(n, n, dtype=tdt, device="cuda")
+        want = reference(a, b)
+        fns = {CUBLAS: lambda: torch.matmul(a, b.T)}
+        fns.update({name: (lambda name=name: ladder.run(a, b, c, name)) for name in names[1:]})
+        for name in names[1:]:                                  # compiled and checked before sampling
+            c.fill_(float("nan"))
+            check_close(name, fns[name](), want, n)
+        got = {name: [] for name in names}
+        for order in (names, names[::-1]):
+            for name in order:
+                _sample_gpu(fns[name], 0.5)                      # settle the clock on this kernel
+                got[name].append(_sample_gpu(fns[name], seconds))
+        for name in names:
+            s = {k: sum(p[k] for p in got[name]) / len(got[name]) for k in ("mhz", "watts", "calls_per_s")}
+            tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
+            rows.append(dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
+                             tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in got[name]],
+                             shape=[n, n, n], dtype=dtype, part="clocks", seconds=seconds))
+    for r in rows:
+        ref = next(q for q in rows if q["name"] == CUBLAS and q["shape"] == r["shape"])
+        r.update(reference=CUBLAS, reference_value=ref["value"], ratio=r["value"] / ref["value"])
+    return rows

@@ -161,6 +161,35 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 
 
+def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1):
+    """``(launch, status)`` for the 1-D bulk copy (``cp.async.bulk``, no tensor map) of the
+    contiguous CuPy array ``src`` into ``dst``: each CTA walks ``chunk_bytes`` chunks with
+    ``stages`` shared-memory buffers. Checks the rules the instruction has: 16-byte aligned
+    addresses, sizes that are multiples of 16 B, and the shared memory the buffers need."""
+    import cupy as cp
+    for name, a in (("src", src), ("dst", dst)):
+        if not a.flags.c_contiguous:
+            raise ValueError(f"{name} must be contiguous: a 1-D bulk copy moves one run of bytes")
+        if a.data.ptr % 16:
+            raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
+    if src.nbytes != dst.nbytes or src.dtype != dst.dtype:
+        raise ValueError(f"src and dst must have the same dtype and size, got {src.dtype} {src.nbytes} B "
+                         f"and {dst.dtype} {dst.nbytes} B")
+    if src.nbytes % 16 or src.nbytes == 0:
+        raise ValueError(f"the copy is {src.nbytes} B: cp.async.bulk sizes must be a positive multiple of 16 B")
+    if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % 16 == 0):
+        raise ValueError(f"chunk_bytes must be a positive multiple of 16, got {chunk_bytes!r}")
+    if not 1 <= stages <= 8:
+        raise ValueError(f"stages must be in 1..8, got {stages}")
+    smem = stages * chunk_bytes + ALIGN_SLACK
+    k = kernel("bulk_copy_pipelined", smem)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    status = _status()
+    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), np.int32(stages), status, np.uint64(TIMEOUT_NS))
+    grid = (sms * ctas_per_sm,)
+    return (lambda: k(grid, (32,), args, shared_mem=smem)), status
+
+
 def tiles_launcher(src, dst, box_shape=(64, 128), **spec_kwargs):
     """Encode the descriptors ONCE and return ``(launch, status)``: ``launch()`` enqueues the
     one-tile-per-CTA copy (load, wait, store) with no host work but the launch itself."""

@@ -172,6 +172,52 @@ extern "C" __global__ void tma_copy_pipelined(const __grid_constant__ TensorMap 
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
 }
 
+// (h) The same pipeline with 1-D bulk copies: no tensor map at all. `cp.async.bulk` moves
+// `chunk` contiguous bytes global -> shared (completing them on an mbarrier) and shared ->
+// global (a bulk group); addresses and sizes are multiples of 16 B (the launcher checks).
+// Chunks are numbered over the flat buffer; the last one may be shorter.
+__device__ __forceinline__ void bulk_load(unsigned dst, const unsigned char* src, unsigned bytes, unsigned bar) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1], %2, [%3];"
+               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar) : "memory");
+}
+__device__ __forceinline__ void bulk_store(unsigned char* dst, unsigned src, unsigned bytes) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(dst), "r"(src), "r"(bytes) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
+extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigned char* dst,
+                                               unsigned long long total, unsigned chunk, int stages,
+                                               int* status, unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bars[8];
+  if (threadIdx.x != 0) return;                 // a single thread drives the copy engine
+  long long n_chunks = (long long)((total + chunk - 1) / chunk);
+  long long mine = (n_chunks - (long long)blockIdx.x + gridDim.x - 1) / gridDim.x;
+  for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]), 1);
+  for (int i = 0; i < stages && i < mine; ++i) {          // prologue: fill the pipeline
+    unsigned long long at = (blockIdx.x + (unsigned long long)i * gridDim.x) * chunk;
+    unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
+    mbar_expect_tx(smem_addr(&bars[i]), bytes);
+    bulk_load(smem_addr(smem + i * chunk), src + at, bytes, smem_addr(&bars[i]));
+  }
+  for (long long i = 0; i < mine; ++i) {
+    int s = (int)(i % stages);
+    unsigned long long at = (blockIdx.x + (unsigned long long)i * gridDim.x) * chunk;
+    unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
+    if (!mbar_wait_bounded(smem_addr(&bars[s]), (unsigned)((i / stages) & 1), timeout_ns)) { atomicExch(status, 1); return; }
+    bulk_store(dst + at, smem_addr(smem + s * chunk), bytes);
+    long long prev = i - 1, next = prev + stages;           // refill the previous chunk's buffer
+    if (prev >= 0 && next < mine) {
+      int sp = (int)(prev % stages);
+      unsigned long long an = (blockIdx.x + (unsigned long long)next * gridDim.x) * chunk;
+      unsigned bn = (unsigned)(total - an < chunk ? total - an : chunk);
+      asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
+      mbar_expect_tx(smem_addr(&bars[sp]), bn);
+      bulk_load(smem_addr(smem + sp * chunk), src + an, bn, smem_addr(&bars[sp]));
+    }
+  }
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
+}
+
 // (g) The simplest TMA copy: one tile per CTA, load -> wait -> store.
 extern "C" __global__ void tma_copy_tile(const __grid_constant__ TensorMap src,
                                          const __grid_constant__ TensorMap dst, int tiles_x,

@@ -1,0 +1,63 @@
+"""Day 5 · 05, §6: the 1-D bulk copy (``cp.async.bulk``, no tensor map). Its PTX and its input
+rules on any machine (the launcher checks its inputs before it touches a GPU); the contenders'
+bytes in flight per SM."""
+import types
+
+import pytest
+
+import utils
+
+utils.setup(quiet=True)
+from utils.core import results  # noqa: E402
+from utils.day05 import copy_measure as cm  # noqa: E402
+from utils.tma import runtime  # noqa: E402
+
+
+def fake(nbytes=4096, ptr=0x10000, contiguous=True, dtype="float16"):
+    """Just what bulk_launcher reads of a CuPy array before it launches anything."""
+    return types.SimpleNamespace(flags=types.SimpleNamespace(c_contiguous=contiguous),
+                                 data=types.SimpleNamespace(ptr=ptr), nbytes=nbytes, dtype=dtype)
+
+
+def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map():
+    src = runtime.kernel_source("bulk_copy_pipelined")
+    assert "mbar_wait_bounded" in src and "TensorMap" not in src
+    p = runtime.ptx()
+    start = p.index(".entry bulk_copy_pipelined")
+    end = p.find(".entry", start + 1)
+    body = p[start: end if end > 0 else len(p)]                    # up to the next kernel
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in body
+    assert "cp.async.bulk.global.shared::cta.bulk_group" in body
+    assert "cp.async.bulk.tensor" not in body
+
+
+@pytest.mark.parametrize("src, dst, kw, match", [
+    (fake(contiguous=False), fake(), {}, "src must be contiguous"),
+    (fake(ptr=0x10008), fake(), {}, "not a multiple of 16 B"),
+    (fake(), fake(ptr=0x10002), {}, "dst starts at address 0x10002"),
+    (fake(), fake(nbytes=2048), {}, "same dtype and size"),
+    (fake(), fake(dtype="float32"), {}, "same dtype and size"),
+    (fake(nbytes=4104), fake(nbytes=4104), {}, "multiple of 16 B"),
+    (fake(), fake(), dict(chunk_bytes=1000), "chunk_bytes must be a positive multiple of 16"),
+    (fake(), fake(), dict(chunk_bytes=0), "chunk_bytes must be a positive multiple of 16"),
+    (fake(), fake(), dict(stages=0), "stages must be in 1..8"),
+    (fake(), fake(), dict(stages=9), "stages must be in 1..8"),
+    (fake(), fake(), dict(chunk_bytes=65536, stages=4), "exceeds"),
+])
+def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
+    with pytest.raises(ValueError, match=match):
+        runtime.bulk_launcher(src, dst, **kw)
+
+
+def test_bytes_in_flight_per_sm():
+    got = {n: cm.in_flight_per_sm(c) // 1024 for n, c in cm.COPIES.items()}
+    assert list(got.values()) == [128, 128, 128, 192, 192]
+    assert next(iter(cm.COPIES)) == cm.TMA_2D                 # the ladder starts from notebook 02's copy
+
+
+def test_clock_rows_are_a_recordable_metric():
+    row = dict(name="k", metric="MHz", value=1300.0, reference="cuBLAS", reference_value=1290.0, ratio=1.0078,
+               shape=[8192, 8192, 8192], dtype="float16")
+    results.validate_rows([row])
+    with pytest.raises(ValueError, match="metric"):
+        results.validate_rows([dict(row, metric="GHz")])
