@@ -4,6 +4,7 @@ each rung builds, the argument rules, the tile orders (``gemm.ordered_tile`` run
 CuteDSL's JIT against ``ladder.order_ref``), and the CPU-side helpers of what notebook 05 measures
 (utils.day05.ladder_measure: names, the element-by-element output check, the fp32 reference)."""
 import re
+import types
 
 import numpy as np
 import pytest
@@ -293,3 +294,33 @@ def test_check_close_bf16_is_looser_than_fp16():
     LM.check_close("bf16", torch.ones(4, 4, dtype=torch.bfloat16), want, 1)
     with pytest.raises(AssertionError, match="16 of 16 elements wrong"):
         LM.check_close("fp16", torch.ones(4, 4, dtype=torch.float16), want, 1)
+
+
+def test_non_persistent_grid_past_cuda_limit_is_refused():
+    """grid.z holds one cluster per tile when not persistent: past 65535 a clear error, not a failed launch."""
+    assert gemm_ws.check_grid(8192, 8192, False) == 2048
+    assert gemm_ws.check_grid(65536, 65536, True) == 131072          # persistent: grid.z is the SM count
+    assert gemm_ws.check_grid(1000, 776, False, (2, 1)) == 4 * 4
+    with pytest.raises(ValueError, match="65535: use the persistent kernel"):
+        gemm_ws.check_grid(65536, 65536, False)
+    big = types.SimpleNamespace(shape=(65536, 8)), types.SimpleNamespace(shape=(65536, 8))
+    with pytest.raises(ValueError, match="grid.z"):
+        ladder.run(big[0], big[1], None, "3 · + producer warpgroup")
+
+
+def test_problem_gives_every_contender_the_same_inputs_and_output(monkeypatch):
+    """ladder_measure.problem on the CPU, with each rung stood in for by a plain product into c."""
+    calls = []
+
+    def fake_run(a, b, c, name):
+        calls.append(name)
+        c.copy_(a @ b.T)
+        return c
+    monkeypatch.setattr(ladder, "run", fake_run)
+    c, want, fns = LM.problem(64, torch.float16, ["1 · 128x128 tile", "7 · ping-pong consumers"], device="cpu")
+    assert list(fns) == [LM.CUBLAS, "1 · 128x128 tile", "7 · ping-pong consumers"]
+    c.fill_(float("nan"))
+    out = fns["7 · ping-pong consumers"]()
+    assert out is c and calls == ["7 · ping-pong consumers"]
+    LM.check_close("fake", out, want, 64)
+    LM.check_close("cuBLAS stand-in", fns[LM.CUBLAS](), want, 64)

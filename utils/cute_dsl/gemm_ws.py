@@ -245,9 +245,24 @@ def sm_count() -> int:
     return torch.cuda.get_device_properties(torch.cuda.current_device()).multi_processor_count
 
 
+MAX_GRID_Z = 65535                        # CUDA's limit on gridDim.z
+
+
+def check_grid(M: int, N: int, persistent: bool, cluster=(1, 1), tile=TILE_MNK) -> int:
+    """Clusters a launch puts in ``grid.z`` (one per SM-cluster when persistent, one per tile
+    cluster otherwise); raises ValueError past CUDA's 65535 instead of failing at launch."""
+    cm, cn = cluster
+    clusters = -(-(-(-M // tile[0])) // cm) * -(-(-(-N // tile[1])) // cn)
+    if not persistent and clusters > MAX_GRID_Z:
+        raise ValueError(f"{M} x {N} needs {clusters} clusters of {tile[0]} x {tile[1]} tiles in grid.z, more than "
+                         f"CUDA's {MAX_GRID_Z}: use the persistent kernel (persistent=True)")
+    return clusters
+
+
 def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1), realloc: bool = True, order: str = "grouped"):
     """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
     from .gemm import operands, run_cached
+    check_grid(a.shape[0], b.shape[0], persistent, cluster)
     sms = sm_count()
     key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms, realloc, order)
     run_cached(key, lambda: WsGemm(persistent, cluster, sms, realloc, order), operands(a, b, c))

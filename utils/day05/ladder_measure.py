@@ -48,21 +48,27 @@ def reference(a, b):
         torch.backends.cuda.matmul.allow_tf32 = prev
 
 
+def problem(n: int, tdt, names, device: str = "cuda") -> tuple:
+    """One n^3 problem on fresh randn inputs: the shared output ``c``, the fp32 reference, and
+    ``{name: call}`` for cuBLAS and each rung in ``names`` (each call returns its output)."""
+    import torch
+    from ..cute_dsl import ladder
+    a, b = bench.randn((n, n), tdt, device), bench.randn((n, n), tdt, device)
+    c = torch.empty(n, n, dtype=tdt, device=device)
+    fns = {CUBLAS: lambda: torch.matmul(a, b.T)}
+    fns.update({name: (lambda name=name: ladder.run(a, b, c, name)) for name in names})
+    return c, reference(a, b), fns
+
+
 def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50) -> list:
     """Rows (``part="ladder"``) of TFLOP/s = 2 n^3 / time for cuBLAS and each rung, n^3 GEMMs."""
     import torch
-    from ..cute_dsl import ladder
     names = rung_names() if names is None else list(names)
     rows = []
     for dt in dtypes:
         tdt = getattr(torch, dt)
         for n in sizes:
-            a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
-            c = torch.empty(n, n, dtype=tdt, device="cuda")
-            want = reference(a, b)
-            contenders = {CUBLAS: lambda: torch.matmul(a, b.T)}
-            for name in names:
-                contenders[name] = lambda name=name: ladder.run(a, b, c, name)
+            c, want, contenders = problem(n, tdt, names)
 
             def check(name, out, ref):
                 check_close(name, out, want, n)
@@ -230,16 +236,11 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
     the second in reverse order, averaged), with its TFLOP/s over that window and TFLOP/s per GHz
     (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
     import torch
-    from ..cute_dsl import ladder
     names = [CUBLAS, *rung_names()]
     rows = []
     tdt = getattr(torch, dtype)
     for n in sizes:
-        a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
-        c = torch.empty(n, n, dtype=tdt, device="cuda")
-        want = reference(a, b)
-        fns = {CUBLAS: lambda: torch.matmul(a, b.T)}
-        fns.update({name: (lambda name=name: ladder.run(a, b, c, name)) for name in names[1:]})
+        c, want, fns = problem(n, tdt, names[1:])
         for name in names[1:]:                                  # compiled and checked before sampling
             c.fill_(float("nan"))
             check_close(name, fns[name](), want, n)
