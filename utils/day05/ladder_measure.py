@@ -259,3 +259,27 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
         ref = next(q for q in rows if q["name"] == CUBLAS and q["shape"] == r["shape"])
         r.update(reference=CUBLAS, reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
+
+
+def plot_clocks(rows: list, n: int = 8192, label: str = ""):
+    """Each kernel at ``n``³ as a point: SM clock (x) against work per clock (y). Throughput is
+    their product, so the dashed curves of equal TFLOP/s (through cuBLAS's point and 5% above it)
+    show what a kernel must move to beat cuBLAS by 5%."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    sel = [r for r in rows if r["shape"][0] == n]
+    ref = next(r for r in sel if r["name"] == CUBLAS)
+    fig, ax = plt.subplots(figsize=(7.5, 4.5))
+    for r in sel:
+        ax.scatter(r["value"], r["tflops_per_ghz"], color="tab:gray" if r["name"] == CUBLAS else "tab:blue")
+        ax.annotate(r["name"].split(" · ")[0] if " · " in r["name"] else r["name"].replace("tile order: ", ""),
+                    (r["value"], r["tflops_per_ghz"]), fontsize=7, xytext=(3, 3), textcoords="offset points")
+    mhz = np.linspace(min(r["value"] for r in sel) * 0.97, max(r["value"] for r in sel) * 1.05, 50)
+    for k, style in ((1.0, "--"), (1.05, ":")):
+        ax.plot(mhz, k * ref["tflops"] * 1e3 / mhz, style, color="tab:red", lw=0.8, label=f"{k:.2f}x cuBLAS's TFLOP/s")
+    ax.set_xlabel("SM clock under sustained load (MHz, nvidia-smi)")
+    ax.set_ylabel("work per clock (TFLOP/s per GHz)")
+    ax.set_title(f"{n}³ {sel[0]['dtype']}: throughput = clock x work per clock\n{label}", fontsize=8)
+    ax.legend(fontsize=7)
+    fig.tight_layout()
+    return fig
