@@ -112,20 +112,26 @@ def measure_gemm_counters(n: int = 4096) -> list:
                           ".", metrics=METRICS, cwd=root, launch_count=len(names))
     if len(kernels) != len(names):
         raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
-    rows = []
-    for name, k in zip(names, kernels):
-        ms = k["gpu__time_duration.sum"] / 1e6
-        rows.append(dict(name=name, metric="ms", value=ms, kernel=k["kernel"][:120], tool="ncu",
-                         tensor_pipe_pct=k["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
-                         warps_active_pct=k["sm__warps_active.avg.pct_of_peak_sustained_active"],
-                         registers=int(k["launch__registers_per_thread"]), instructions=k["smsp__inst_executed.sum"],
-                         dram_read_bytes=k["dram__bytes_read.sum"], **lrc_bytes(k),
-                         tiled_l2_bytes=None if name == CUBLAS else tiled_l2_bytes(n),
-                         stalls={s: k[STALL_METRIC.format(s)] for s in STALLS},
-                         shape=[n, n, n], dtype="float16"))
-    ref = rows[0]["value"]
+    rows = [gemm_row(name, k, n, "float16", tiled_l2_bytes=None if name == CUBLAS else tiled_l2_bytes(n))
+            for name, k in zip(names, kernels)]
+    return with_reference(rows, CUBLAS)
+
+
+def gemm_row(name: str, k: dict, n: int, dtype: str, **extra) -> dict:
+    """One result row from one GEMM launch's ``METRICS`` (``value`` = its duration in ms under ncu)."""
+    return dict(name=name, metric="ms", value=k["gpu__time_duration.sum"] / 1e6, kernel=k["kernel"][:120], tool="ncu",
+                tensor_pipe_pct=k["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
+                warps_active_pct=k["sm__warps_active.avg.pct_of_peak_sustained_active"],
+                registers=int(k["launch__registers_per_thread"]), instructions=k["smsp__inst_executed.sum"],
+                dram_read_bytes=k["dram__bytes_read.sum"], **lrc_bytes(k),
+                stalls={s: k[STALL_METRIC.format(s)] for s in STALLS}, shape=[n, n, n], dtype=dtype, **extra)
+
+
+def with_reference(rows: list, reference: str) -> list:
+    """Give every row ``ratio`` = the ``reference`` row's duration / its own (rows in ms)."""
+    ref = next(r["value"] for r in rows if r["name"] == reference)
     for r in rows:
-        r.update(reference=CUBLAS, reference_value=ref, ratio=ref / r["value"])
+        r.update(reference=reference, reference_value=ref, ratio=ref / r["value"])
     return rows
 
 

@@ -83,12 +83,3 @@ class PingpongGemm(WsGemm):
             tile += 2 * self.tile_step()
         store_pipe.producer_tail()
 
-
-def run_pingpong(a, b, c, cluster=(1, 1), order: str = "grouped"):
-    """c = a @ b.T with ``PingpongGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
-    from .gemm import operands, run_cached
-    from .gemm_ws import sm_count
-    sms = sm_count()
-    key = ("pingpong", str(a.dtype), tuple(a.shape), tuple(b.shape), tuple(cluster), sms, order)
-    run_cached(key, lambda: PingpongGemm(cluster, sms, order), operands(a, b, c))
-    return c

@@ -6,8 +6,8 @@ After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
 * 384 threads: warpgroup 0 is the producer (DMA) warpgroup, whose warp 0 only issues TMA loads;
   it gives registers back (``setmaxnreg.dec`` to 40), and the two consumer (MMA) warpgroups take
   them (``setmaxnreg.inc`` to 232): they only wait, run ``wgmma`` and release stages;
-* a static persistent tile loop hands out the C tiles in the grouped order of ``TmaGemm``
-  (:func:`cute_gemm.grouped_tile`, so only warp specialization differs between the two):
+* a static persistent tile loop hands out the C tiles in the tile order of ``TmaGemm``
+  (:func:`cute_gemm.ordered_tile`, so only warp specialization differs between the two):
   ``persistent=True`` launches one cluster per SM and each walks tile numbers ``grid`` apart, so
   the producer already loads the next tile while the consumers run the epilogue of this one;
   ``persistent=False`` launches one cluster per tile (the same kernel, one trip of the loop);
@@ -70,7 +70,7 @@ class WsGemm(TmaGemm):
         tiles = cute.ceil_div((c.layout.shape[0], c.layout.shape[1]), (self.tile[0], self.tile[1]))
         clusters_m, clusters_n = cute.ceil_div(tiles[0], cm), cute.ceil_div(tiles[1], cn)
         grid = (cm, cn, cutlass.min(clusters_m * clusters_n, self.max_clusters))     # z: clusters
-        # the cluster counts go in as kernel arguments (runtime values), so that grouped_tile
+        # the cluster counts go in as kernel arguments (runtime values), so that ordered_tile
         # runs the same arithmetic as in TmaGemm, where they come from %nclusterid
         self.kernel(atom_a, tma_a, atom_b, tma_b, atom_c, tma_c, tiled_mma, sa_layout, sb_layout,
                     sc_layout, cutlass.Int32(clusters_m), cutlass.Int32(clusters_n)).launch(
@@ -151,7 +151,7 @@ class WsGemm(TmaGemm):
 
     @cute.jit
     def first_tile(self):
-        """The first tile number (in the grouped order) of this cluster: its index in the grid."""
+        """The first tile number (in the tile order) of this cluster: its index in the grid."""
         return cute.arch.make_warp_uniform(cute.arch.block_idx()[2])
 
     @cute.jit

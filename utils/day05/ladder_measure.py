@@ -116,20 +116,8 @@ def measure_counters(n: int = 8192, dtype: str = "float16") -> list:
                           launch_count=len(names))
     if len(kernels) != len(names):
         raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
-    rows = []
-    for name, k in zip(names, kernels):
-        ms = k["gpu__time_duration.sum"] / 1e6
-        rows.append(dict(name=name, metric="ms", value=ms, kernel=k["kernel"][:120], tool="ncu", part="counters",
-                         tensor_pipe_pct=k["sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active"],
-                         warps_active_pct=k["sm__warps_active.avg.pct_of_peak_sustained_active"],
-                         registers=int(k["launch__registers_per_thread"]), instructions=k["smsp__inst_executed.sum"],
-                         dram_read_bytes=k["dram__bytes_read.sum"], **counters.lrc_bytes(k),
-                         stalls={s: k[counters.STALL_METRIC.format(s)] for s in counters.STALLS},
-                         shape=[n, n, n], dtype=dtype))
-    ref = rows[0]["value"]
-    for r in rows:
-        r.update(reference=CUBLAS, reference_value=ref, ratio=ref / r["value"])
-    return rows
+    rows = [counters.gemm_row(name, k, n, dtype, part="counters") for name, k in zip(names, kernels)]
+    return counters.with_reference(rows, CUBLAS)
 
 
 def measure(sizes=SIZES, dtypes=DTYPES) -> list:
