@@ -42,8 +42,12 @@ def provenance(doc: dict) -> str:
 
 
 def source(stem: str) -> str:
-    """The exercise or course notebook that records ``stem`` (e.g. ``day05_tma/01_tma_concepts``)."""
-    found = sorted(p for p in results.ROOT.glob(f"*/{stem}.ipynb") if p.parent.name != "solutions")
+    """The exercise or course notebook that records ``stem`` (e.g. ``day05_tma/01_tma_concepts``).
+    A notebook may record a second file named after it plus a suffix (``05_gemm_ladder_multicast``
+    comes from ``05_gemm_ladder``): the longest notebook name the stem starts with."""
+    books = sorted(p for p in results.ROOT.glob("*/*.ipynb") if p.parent.name != "solutions")
+    found = [p for p in books if p.stem == stem] or \
+        sorted((p for p in books if stem.startswith(p.stem + "_")), key=lambda p: -len(p.stem))
     return str(found[0].relative_to(results.ROOT).with_suffix("")) if found else "?"
 
 

@@ -74,7 +74,8 @@ class TmaGemm:
 
     tiles = TILES
 
-    def __init__(self, stages: int | None = None, cluster=(1, 1), tile=TILE_MNK, order: str = "grouped"):
+    def __init__(self, stages: int | None = None, cluster=(1, 1), tile=TILE_MNK, order: str = "grouped",
+                 multicast: bool = True):
         if tuple(tile) not in self.tiles:
             raise ValueError(f"tile must be one of {self.tiles} (M, N, K), got {tile!r}")
         if order not in ORDERS:
@@ -86,6 +87,11 @@ class TmaGemm:
         if tuple(cluster) not in ((1, 1), (2, 1), (1, 2), (2, 2)):
             raise ValueError(f"cluster must be (1, 1), (2, 1), (1, 2) or (2, 2), got {cluster!r}")
         self.stages, self.cluster = stages, tuple(cluster)
+        if not multicast and self.cluster == (2, 2):
+            raise ValueError("multicast=False is built for clusters (2, 1) and (1, 2): in a 2 x 2 cluster the "
+                             "pipeline cannot release a stage to its own CTA alone")
+        # the CTAs that share each tile through multicast (all of the cluster, or just this CTA)
+        self.share = self.cluster if multicast else (1, 1)
         self.k_pipe_mmas = 0 if stages == 1 else 1      # wgmma groups left in flight
         self.threads = 256                              # two consumer warpgroups, 64 rows each
         self.mma_wgs = 2                                # warpgroups sharing one C tile (cooperative)
@@ -109,7 +115,7 @@ class TmaGemm:
     def tma_atoms(self, a, b, c, sa_layout, sb_layout, sc_layout):
         """TMA atoms for loading A and B (multicast across the cluster where it has more than one
         CTA along the other dimension) and for storing C."""
-        cm, cn = self.cluster
+        cm, cn = self.share
         # A tiles are shared by the CTAs of a cluster row (along N), B tiles along M.
         op_a = cpasync.CopyBulkTensorTileG2SMulticastOp() if cn > 1 else cpasync.CopyBulkTensorTileG2SOp()
         op_b = cpasync.CopyBulkTensorTileG2SMulticastOp() if cm > 1 else cpasync.CopyBulkTensorTileG2SOp()
@@ -153,8 +159,8 @@ class TmaGemm:
         if warp == 0:
             cpasync.prefetch_descriptor(atom_a)
             cpasync.prefetch_descriptor(atom_b)
-        cm, cn = self.cluster
-        cta_layout = cute.make_layout((cm, cn, 1))
+        cta_layout = cute.make_layout((*self.cluster, 1))
+        cm, cn = self.share                                         # (1, 1) without multicast
         pid_m, pid_n = self.tile_of_cluster()
         rank = cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster())
         crd = cta_layout.get_flat_coord(rank)                       # (m, n, 0) inside the cluster
@@ -166,13 +172,14 @@ class TmaGemm:
         pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bars.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
-            tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
+            tx_count=stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True,
+            mcast_mode_mn=self.release_mode())
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
         sA, sB, gA, gB, gC = self.tile_views(storage, sa_layout, sb_layout, mA, mB, mC, pid_m, pid_n)
         # TMA partitions: with multicast each CTA loads its slice of the tile for all peers
-        tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
+        tAs, tAg = cpasync.tma_partition(atom_a, crd[1] if cn > 1 else 0, cute.make_layout(cn),
                                          cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-        tBs, tBg = cpasync.tma_partition(atom_b, crd[0], cute.make_layout(cm),
+        tBs, tBg = cpasync.tma_partition(atom_b, crd[0] if cm > 1 else 0, cute.make_layout(cm),
                                          cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
         wg = cute.arch.make_warp_uniform(tidx // 128)
         thr_mma = tiled_mma.get_slice(cute.make_layout(2, stride=128)(wg))
@@ -206,6 +213,14 @@ class TmaGemm:
                     prod.advance()
         warpgroup.wait_group(0)
         self.epilogue(acc, tiled_mma, atom_c, gC, sA, sc_layout, tidx, warp)
+
+    def release_mode(self) -> tuple:
+        """``mcast_mode_mn`` of the pipeline: which CTAs a consumer frees each stage in. With
+        multicast, every CTA that writes into this one (its cluster row and column); without, only
+        itself: in a (2, 1) cluster the CTAs in its row (itself), in a (1, 2) one its column."""
+        if self.share != (1, 1) or self.cluster == (1, 1):
+            return (1, 1)
+        return (1, 0) if self.cluster[0] > 1 else (0, 1)
 
     @cute.jit
     def load(self, pipe, state, atom_a, tAg, tAs, mask_a, atom_b, tBg, tBs, mask_b):

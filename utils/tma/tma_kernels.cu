@@ -306,3 +306,107 @@ extern "C" __global__ void shared_read_at(const __grid_constant__ TensorMap map,
                  : "=r"(a), "=r"(b), "=r"(c), "=r"(d) : "r"(addr) : "memory");
   out[threadIdx.x] = make_uint4(a, b, c, d);
 }
+
+// (i) The L2 feed, with and without multicast. A cluster of R CTAs reads the same chunks:
+// `per_cta` chunks of `chunk` bytes, starting at chunk `first = cluster id * per_cta`, taken
+// modulo the `n_chunks` of the source (a source smaller than L2 stays there). Warp 0 is the
+// producer; warps 1-4 consume each chunk from shared memory (a sum per thread, so the bytes
+// are really read) and free its buffer.
+//  * mode 0: every CTA loads the whole chunk into its own shared memory (R reads of each
+//    chunk from L2), and frees its own buffer.
+//  * mode 1 (multicast): CTA `rank` loads slice `rank` of the chunk ONCE for the whole cluster
+//    (`.multicast::cluster`, mask = all R CTAs), so L2 is read once per chunk; a buffer may be
+//    refilled only when the consumers of EVERY CTA freed it, so each consumer warp arrives on
+//    the `empty` barrier of every CTA of the cluster (mapa + a remote mbarrier arrive).
+//  * mode 2: loads as mode 0, frees as mode 1 (the cluster-wide release without multicast).
+// out[global CTA][thread] = that thread's sum; every wait is bounded (status = 1).
+__device__ __forceinline__ unsigned cluster_rank() {
+  unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ unsigned cluster_id() {
+  unsigned r; asm volatile("mov.u32 %0, %%clusterid.x;" : "=r"(r)); return r;
+}
+__device__ __forceinline__ void cluster_sync_all() {
+  asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void bulk_load_multicast(unsigned dst, const unsigned char* src, unsigned bytes,
+                                                    unsigned bar, unsigned short mask) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+               " [%0], [%1], %2, [%3], %4;" :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "h"(mask) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive_in(unsigned bar, unsigned rank) {   // on CTA `rank`'s barrier
+  unsigned remote;
+  asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
+  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+}
+
+__device__ __forceinline__ float half_to_float(unsigned bits) {   // no cuda_fp16.h under NVRTC here
+  float f; unsigned short h = (unsigned short)bits;
+  asm("cvt.f32.f16 %0, %1;" : "=f"(f) : "h"(h)); return f;
+}
+template <int R>
+__device__ __forceinline__ void feed_body(const unsigned char* src, long long n_chunks, unsigned chunk,
+                                          int stages, int per_cta, int mode, float* out, int* status,
+                                          unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long full[8], empty[8];   // FEED_STATIC_SMEM bytes
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const unsigned rank = R > 1 ? cluster_rank() : 0;
+  const long long first = (long long)(R > 1 ? cluster_id() : blockIdx.x) * per_cta;
+  const int freeers = mode ? 4 * R : 4;              // consumer warps that free each buffer
+  if (threadIdx.x == 0)
+    for (int s = 0; s < stages; ++s) { mbar_init(smem_addr(&full[s]), 1); mbar_init(smem_addr(&empty[s]), freeers); }
+  if (R > 1) cluster_sync_all(); else __syncthreads();    // barriers ready before any peer's copy
+  bool ok = true;
+  if (warp == 0) {
+    if (lane == 0) {
+      const unsigned slice = mode == 1 ? chunk / R : chunk;
+      for (int i = 0; i < per_cta && ok; ++i) {
+        int s = i % stages;
+        if (i >= stages && !mbar_wait_bounded(smem_addr(&empty[s]), ((i / stages) + 1) & 1, timeout_ns)) ok = false;
+        if (!ok) break;
+        const unsigned char* g = src + ((first + i) % n_chunks) * chunk;
+        mbar_expect_tx(smem_addr(&full[s]), chunk);       // the whole chunk lands here either way
+        if (R > 1 && mode == 1)                           // compiled out of feed_c1
+          bulk_load_multicast(smem_addr(smem + s * chunk + rank * slice), g + rank * slice, slice,
+                              smem_addr(&full[s]), (unsigned short)((1u << R) - 1));
+        else
+          bulk_load(smem_addr(smem + s * chunk), g, chunk, smem_addr(&full[s]));
+      }
+    }
+  } else {
+    const int t = threadIdx.x - 32;                       // 0..127
+    float acc = 0.f;
+    for (int i = 0; i < per_cta && ok; ++i) {
+      int s = i % stages;
+      bool landed = mbar_wait_bounded(smem_addr(&full[s]), (i / stages) & 1, timeout_ns);
+      if (!__all_sync(0xffffffffu, landed)) { ok = false; break; }   // the whole warp leaves together
+      const uint4* v = reinterpret_cast<const uint4*>(smem + s * chunk);
+      for (unsigned k = t; k < chunk / 16; k += 128) {
+        uint4 q = v[k];
+        unsigned w[4] = {q.x, q.y, q.z, q.w};
+        for (int j = 0; j < 4; ++j) acc += half_to_float(w[j] & 0xffffu) + half_to_float(w[j] >> 16);
+      }
+      __syncwarp();
+      if (lane == 0) {
+        if (R > 1 && mode) { for (int r = 0; r < R; ++r) mbar_arrive_in(smem_addr(&empty[s]), r); }
+        else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
+      }
+    }
+    out[(long long)blockIdx.x * 128 + t] = acc;
+  }
+  if (!ok) atomicExch(status, 1);
+  if (R > 1) cluster_sync_all();                          // no CTA leaves while peers may still write to it
+}
+extern "C" __global__ void __cluster_dims__(1, 1, 1) feed_c1(const unsigned char* src, long long n_chunks,
+    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<1>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+}
+extern "C" __global__ void __cluster_dims__(2, 1, 1) feed_c2(const unsigned char* src, long long n_chunks,
+    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<2>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+}
+extern "C" __global__ void __cluster_dims__(4, 1, 1) feed_c4(const unsigned char* src, long long n_chunks,
+    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<4>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+}

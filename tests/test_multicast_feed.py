@@ -1,0 +1,296 @@
+"""Day 5 · 05, §7: cluster multicast, on any machine (no GPU).
+
+* the L2 feed (utils.tma.feed, kernels ``feed_c1/c2/c4`` of ``tma_kernels.cu``): the argument rules
+  ``check_args`` names, the byte counts the rates are built from, the launcher refusing a bad source
+  before it touches a GPU, and the sm_90a PTX of the three kernels (cluster sizes, multicast, remote
+  mbarrier arrives, bounded waits);
+* ``TmaGemm(multicast=...)`` (utils.cute_dsl.gemm): the clusters it accepts without multicast, the
+  pipeline's release mode and the CTAs sharing each tile, and the PTX with and without multicast;
+* utils.day05.multicast_measure: the GEMM variants, the feed names, the two source sizes.
+"""
+import types
+
+import numpy as np
+import pytest
+
+import utils
+
+utils.setup(quiet=True)
+from utils.cute_dsl.gemm import TILES, TmaGemm, ptx_of  # noqa: E402
+from utils.day05 import multicast_measure as mm  # noqa: E402
+from utils.tma import feed, runtime  # noqa: E402
+
+KiB, MiB = 1024, 1 << 20
+L2_BYTES = 50 * MiB                     # H100 / H200 L2
+BULK_LOAD = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
+MULTICAST = "multicast::cluster"
+MAPA = "mapa.shared::cluster"
+REMOTE_ARRIVE = "mbarrier.arrive.release.cluster.shared::cluster"
+TIMER = "%globaltimer"
+
+# a launch that passes every rule: (src_nbytes, R, mode, chunk_bytes, stages, per_cta, ctas)
+OK = dict(src_nbytes=16 * MiB, R=2, mode="multicast", chunk_bytes=16 * KiB, stages=4, per_cta=32, ctas=1584)
+
+
+# --- the feed: argument rules ------------------------------------------------------------------------
+@pytest.mark.parametrize("change, match", [
+    (dict(R=3), "cluster size R must be one of"),
+    (dict(R=0), "cluster size R must be one of"),
+    (dict(R=8), "cluster size R must be one of"),
+    (dict(mode="broadcast"), "mode must be one of"),
+    (dict(mode="Multicast"), "mode must be one of"),
+    (dict(R=1, mode="multicast"), "needs a cluster of 2 or 4 CTAs"),
+    (dict(R=1, mode="cluster release"), "needs a cluster of 2 or 4 CTAs"),
+    (dict(chunk_bytes=1000), "chunk_bytes must be a positive multiple of 2048"),
+    (dict(chunk_bytes=0), "chunk_bytes must be a positive multiple of 2048"),
+    (dict(chunk_bytes=3072), "chunk_bytes must be a positive multiple of 2048"),
+    (dict(chunk_bytes=-2048), "chunk_bytes must be a positive multiple of 2048"),
+    (dict(chunk_bytes=16384.0), "chunk_bytes must be a positive multiple of 2048"),
+    (dict(stages=0), r"stages must be an int in 1\.\.8"),
+    (dict(stages=9), r"stages must be an int in 1\.\.8"),
+    (dict(stages=8, chunk_bytes=32 * KiB), "a block may use"),
+    (dict(stages=1, chunk_bytes=228 * KiB), "a block may use"),   # one buffer, too big
+    (dict(src_nbytes=16 * MiB + 2048), "must be a positive multiple of chunk_bytes"),
+    (dict(src_nbytes=8 * KiB), "must be a positive multiple of chunk_bytes"),        # less than one chunk
+    (dict(src_nbytes=0), "must be a positive multiple of chunk_bytes"),
+    (dict(per_cta=0), "per_cta .* must be a positive int"),
+    (dict(per_cta=-1), "per_cta .* must be a positive int"),
+    (dict(per_cta=2.0), "per_cta .* must be a positive int"),
+    (dict(per_cta="32"), "per_cta .* must be a positive int"),
+    (dict(R=4, ctas=6), "ctas must be a positive multiple of the cluster size 4"),
+    (dict(R=2, ctas=3), "ctas must be a positive multiple of the cluster size 2"),
+    (dict(ctas=0), "ctas must be a positive multiple"),
+    (dict(ctas=8.0), "ctas must be a positive multiple"),
+])
+def test_check_args_names_the_rule_broken(change, match):
+    with pytest.raises(ValueError, match=match):
+        feed.check_args(**{**OK, **change})
+
+
+@pytest.mark.parametrize("change", [
+    {},
+    dict(R=1, mode="each loads", ctas=1),
+    dict(R=2, mode="each loads"),
+    dict(R=2, mode="cluster release"),
+    dict(R=4, mode="multicast", ctas=4),
+    dict(R=4, mode="cluster release", ctas=1056),
+    dict(chunk_bytes=2048, stages=1, src_nbytes=2048, per_cta=1),                # the smallest launch
+    dict(chunk_bytes=28 * KiB, stages=8, src_nbytes=64 * 28 * KiB),              # 8 x 28 KiB + slack fits
+    dict(chunk_bytes=112 * KiB, stages=2, src_nbytes=224 * KiB),                   # two big buffers
+    dict(src_nbytes=1 << 30, per_cta=1000),                                        # per_cta may exceed n_chunks
+])
+def test_check_args_accepts_good_launches(change):
+    feed.check_args(**{**OK, **change})
+
+
+def test_feed_geometry():
+    assert feed.LINE == 16 * feed.CONSUMERS == 2048      # one 16-byte read per consumer thread
+    assert feed.THREADS == 32 + 128                       # a producer warp, four consumer warps
+    assert list(feed.MODES) == ["each loads", "multicast", "cluster release"]
+    assert feed.CLUSTERS == (1, 2, 4)
+
+
+# --- the feed: byte counts -----------------------------------------------------------------------------
+@pytest.mark.parametrize("chunk, per_cta, ctas", [(16384, 32, 1584), (2048, 1, 4), (32768, 7, 12)])
+def test_delivered_bytes(chunk, per_cta, ctas):
+    assert feed.delivered_bytes(chunk, per_cta, ctas) == chunk * per_cta * ctas
+
+
+@pytest.mark.parametrize("R, mode, divisor", [
+    (1, "each loads", 1),
+    (2, "each loads", 1),
+    (4, "each loads", 1),
+    (2, "multicast", 2),                     # L2 serves each chunk once per cluster
+    (4, "multicast", 4),
+    (2, "cluster release", 1),               # the coupling alone: every CTA still loads
+    (4, "cluster release", 1),
+])
+def test_l2_bytes(R, mode, divisor):
+    delivered = feed.delivered_bytes(16384, 32, 1584)
+    assert feed.l2_bytes(R, mode, 16384, 32, 1584) == delivered // divisor
+    assert feed.l2_bytes(R, mode, 16384, 32, 1584) * divisor == delivered      # an exact division
+
+
+@pytest.mark.parametrize("mode", ["Multicast", "", "multicast "])
+def test_l2_bytes_refuses_an_unknown_mode(mode):
+    with pytest.raises(ValueError, match="mode must be one of"):
+        feed.l2_bytes(2, mode, 16384, 32, 1584)
+
+
+# --- the feed: the launcher checks its source before it touches a GPU ---------------------------------
+def fake(nbytes=16 * MiB, ptr=0x10000, contiguous=True, dtype="float16"):
+    """Just what feed_launcher reads of a CuPy array before it launches anything."""
+    return types.SimpleNamespace(flags=types.SimpleNamespace(c_contiguous=contiguous),
+                                 data=types.SimpleNamespace(ptr=ptr), nbytes=nbytes, dtype=np.dtype(dtype))
+
+
+@pytest.mark.parametrize("src, kw, match", [
+    (fake(dtype="float32"), {}, "contiguous float16 array, got float32"),
+    (fake(dtype="uint8"), {}, "contiguous float16 array, got uint8"),
+    (fake(contiguous=False), {}, "got float16, not contiguous"),
+    (fake(ptr=0x10008), {}, "starts at address 0x10008, not a multiple of 16 B"),
+    # with ctas given, the rules of check_args come next, still without a GPU
+    (fake(), dict(R=3, ctas=12), "cluster size R must be one of"),
+    (fake(), dict(R=1, ctas=12), "needs a cluster of 2 or 4 CTAs"),
+    (fake(), dict(chunk_bytes=1000, ctas=12), "chunk_bytes must be a positive multiple of 2048"),
+    (fake(), dict(stages=9, ctas=12), r"stages must be an int in 1\.\.8"),
+    (fake(nbytes=16 * MiB + 16), dict(ctas=12), "must be a positive multiple of chunk_bytes"),
+    (fake(), dict(per_cta=0, ctas=12), "per_cta"),
+    (fake(), dict(R=4, ctas=6), "ctas must be a positive multiple of the cluster size 4"),
+])
+def test_feed_launcher_refuses_before_touching_a_gpu(src, kw, match):
+    pytest.importorskip("cupy")                     # feed_launcher compares dtypes with cupy.float16
+    with pytest.raises(ValueError, match=match):
+        feed.feed_launcher(src, **kw)
+
+
+# --- the feed: its PTX -----------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def feed_bodies():
+    """``{kernel: PTX}`` of feed_c1/c2/c4, each from its ``.entry`` to the next (NVRTC, ~3 s)."""
+    p = runtime.ptx()
+    out = {}
+    for name in ("feed_c1", "feed_c2", "feed_c4"):
+        start = p.index(f".entry {name}(")
+        end = p.find(".entry", start + 1)
+        out[name] = p[start: end if end > 0 else len(p)]
+    return out
+
+
+@pytest.mark.parametrize("name, R", [("feed_c1", 1), ("feed_c2", 2), ("feed_c4", 4)])
+def test_feed_kernels_declare_their_cluster(feed_bodies, name, R):
+    body = feed_bodies[name]
+    assert f".reqnctapercluster {R}, 1, 1" in body
+    assert BULK_LOAD in body                            # every mode loads with 1-D bulk copies
+    assert TIMER in body                                # every wait is bounded
+
+
+@pytest.mark.parametrize("name", ["feed_c2", "feed_c4"])
+def test_feed_kernels_multicast_and_free_buffers_cluster_wide(feed_bodies, name):
+    body = feed_bodies[name]
+    assert BULK_LOAD + "." + MULTICAST in body          # one slice for the whole cluster
+    assert MAPA in body                                 # a peer's empty barrier ...
+    assert REMOTE_ARRIVE in body                        # ... arrived on remotely
+    assert "%cluster_ctarank" in body and "%clusterid.x" in body
+
+
+def test_feed_source_is_one_template_for_three_cluster_sizes():
+    src = runtime.kernel_source("feed_body")
+    assert "template <int R>" in src and "bulk_load_multicast" in src and "mbar_wait_bounded" in src
+    for R in (1, 2, 4):
+        assert f"__cluster_dims__({R}, 1, 1) feed_c{R}(" in runtime.SOURCE
+        assert f"feed_body<{R}>(" in runtime.SOURCE
+
+
+# --- TmaGemm(multicast=...) -----------------------------------------------------------------------------
+def test_gemm_without_multicast_refuses_a_2x2_cluster():
+    with pytest.raises(ValueError, match="multicast=False"):
+        TmaGemm(None, (2, 2), multicast=False)
+    TmaGemm(None, (2, 2), multicast=True)               # with multicast a 2 x 2 cluster is fine
+
+
+@pytest.mark.parametrize("cluster, multicast, release, share", [
+    ((1, 1), True, (1, 1), (1, 1)),
+    ((1, 1), False, (1, 1), (1, 1)),
+    ((2, 1), True, (1, 1), (2, 1)),
+    ((1, 2), True, (1, 1), (1, 2)),
+    ((2, 2), True, (1, 1), (2, 2)),
+    ((2, 1), False, (1, 0), (1, 1)),                    # free the stage in this CTA only
+    ((1, 2), False, (0, 1), (1, 1)),
+])
+def test_gemm_release_mode_and_share(cluster, multicast, release, share):
+    g = TmaGemm(None, cluster, multicast=multicast)
+    assert g.cluster == cluster
+    assert g.release_mode() == release
+    assert g.share == share
+
+
+def test_gemm_multicast_defaults_on():
+    assert TmaGemm(None, (2, 1)).share == (2, 1)
+
+
+@pytest.fixture(scope="module")
+def gemm_ptx():
+    """``{multicast: PTX}`` of the 128 x 128 GEMM in a (2, 1) cluster (~1-3 s each)."""
+    return {mc: ptx_of(gemm=TmaGemm(None, (2, 1), tile=(128, 128, 64), multicast=mc)) for mc in (True, False)}
+
+
+@pytest.mark.parametrize("mc", [True, False])
+def test_gemm_ptx_multicasts_only_when_asked(gemm_ptx, mc):
+    p = gemm_ptx[mc]
+    assert (MULTICAST in p) == mc
+    assert "wgmma" in p
+
+
+# --- utils.day05.multicast_measure ----------------------------------------------------------------------
+def test_gemm_variants():
+    v = mm.gemm_variants()
+    assert len(v) == 10
+    want = {(t, (1, 1), False) for t in mm.GEMM_TILES} | \
+        {(t, c, m) for t in mm.GEMM_TILES for c in ((2, 1), (1, 2)) for m in (False, True)}
+    assert set(v.values()) == want and len(want) == 10
+    assert all(name == mm.gemm_name(*entry) for name, entry in v.items())
+    assert len(set(v)) == len(v)
+    assert all(not mc for _, c, mc in v.values() if c == (1, 1))
+    # per tile: the (1, 1) kernel first, then each cluster without and with multicast
+    assert [e[1:] for e in v.values()][:5] == [((1, 1), False), ((2, 1), False), ((2, 1), True),
+                                               ((1, 2), False), ((1, 2), True)]
+
+
+@pytest.mark.parametrize("tile, cluster, mc, name", [
+    ((128, 128, 64), (1, 1), False, "128x128 tile, cluster 1x1"),
+    ((128, 256, 64), (2, 1), True, "128x256 tile, cluster 2x1, multicast"),
+    ((128, 256, 64), (1, 2), False, "128x256 tile, cluster 1x2, each CTA loads"),
+])
+def test_gemm_name(tile, cluster, mc, name):
+    assert mm.gemm_name(tile, cluster, mc) == name
+
+
+@pytest.mark.parametrize("name, entry", list(mm.gemm_variants().items()))
+def test_every_gemm_variant_builds(name, entry):
+    tile, cluster, mc = entry
+    assert tile in TILES
+    g = TmaGemm(None, cluster, tile=tile, multicast=mc)
+    assert g.tile == tile and g.cluster == cluster and g.share == (cluster if mc else (1, 1))
+
+
+def test_feed_names():
+    names = [mm.feed_name(R, m) for R in (1, 2, 4) for m in mm.FEED_MODES]
+    assert len(set(names)) == len(names)
+    assert mm.feed_name(2, "multicast") == "cluster of 2, multicast"
+    assert set(mm.FEED_MODES) == set(feed.MODES)
+
+
+def test_regimes_one_in_l2_one_far_beyond():
+    sizes = sorted(mm.REGIMES.values())
+    assert len(sizes) == 2
+    assert sizes[0] <= L2_BYTES // 2                    # fits in L2 with room to spare
+    assert sizes[1] >= 10 * L2_BYTES                    # comes from DRAM
+
+
+@pytest.mark.parametrize("nbytes", list(mm.REGIMES.values()))
+@pytest.mark.parametrize("R", [2, 4])
+@pytest.mark.parametrize("mode", mm.FEED_MODES)
+def test_the_measured_feed_launches_pass_the_rules(nbytes, R, mode):
+    # fp16 sources of nbytes // 2 elements; ctas = 12 per SM on a 132-SM H100 / H200
+    feed.check_args(nbytes, R, mode, ctas=12 * 132, **mm.FEED)
+
+
+def test_the_barriers_count_against_shared_memory():
+    """1 stage of MAX_SMEM - ALIGN_SLACK bytes would leave no room for the kernel's own mbarriers."""
+    chunk = (runtime.MAX_SMEM - runtime.ALIGN_SLACK) // feed.LINE * feed.LINE
+    with pytest.raises(ValueError, match="a block may use"):
+        feed.check_args(chunk * 4, 2, "multicast", chunk, 1, 8, 2)
+
+
+@pytest.mark.parametrize("bad", [2.5, True])
+def test_stages_must_be_an_int(bad):
+    with pytest.raises(ValueError, match="stages must be an int"):
+        feed.check_args(16384 * 4, 2, "multicast", 16384, bad, 8, 2)
+
+
+def test_the_multicast_results_file_belongs_to_notebook_05():
+    from utils.core import gallery
+    assert mm.STEM.startswith("05_gemm_ladder_")
+    assert gallery.source(mm.STEM) == gallery.source("05_gemm_ladder") == "day05_tma/05_gemm_ladder"
+    assert gallery.source("05_gemm") == "?" and gallery.source("05_gemm_ladderx") == "?"

@@ -1,0 +1,188 @@
+"""Day 5 · 05, §7: where cluster multicast pays and where it costs (Hopper only).
+
+Two experiments, one change at a time:
+
+* **The feed** (``utils/tma/feed.py``): a cluster of R CTAs reads the same chunks, each CTA
+  loading them itself, or through multicast (L2 serves each chunk once), or loading them itself
+  but freeing each buffer cluster-wide as multicast must (the coupling alone). Sources that stay
+  in L2 (16 MiB) and that come from DRAM (1 GiB). GB/s counts the bytes delivered to shared memory.
+* **The GEMM**: ``TmaGemm`` with 128 x 128 and 128 x 256 tiles in clusters (2, 1) and (1, 2),
+  with and without multicast (same cluster, same tile order: only the loads change), and the
+  (1, 1) kernel; sustained timing against cuBLAS, then the L2 counters under ncu.
+"""
+from __future__ import annotations
+
+from ..core import bench
+
+STEM = "05_gemm_ladder_multicast"   # its own results file, next to 05_gemm_ladder.json
+REGIMES = {"L2-resident source (16 MiB)": 16 << 20, "DRAM source (1 GiB)": 1 << 30}
+FEED = dict(chunk_bytes=16384, stages=4, per_cta=32)
+FEED_MODES = ("each loads", "multicast", "cluster release")
+GEMM_TILES = ((128, 128, 64), (128, 256, 64))
+GEMM_CLUSTERS = ((2, 1), (1, 2))
+L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
+
+
+def feed_name(R: int, mode: str) -> str:
+    return f"cluster of {R}, {mode}"
+
+
+def gemm_variants() -> dict:
+    """``{name: (tile, cluster, multicast)}``: per tile the (1, 1) kernel, then each cluster
+    without and with multicast."""
+    out = {}
+    for t in GEMM_TILES:
+        out[gemm_name(t, (1, 1), False)] = (t, (1, 1), False)
+        for c in GEMM_CLUSTERS:
+            for mc in (False, True):
+                out[gemm_name(t, c, mc)] = (t, c, mc)
+    return out
+
+
+def gemm_name(tile, cluster, multicast: bool) -> str:
+    what = "" if cluster == (1, 1) else (", multicast" if multicast else ", each CTA loads")
+    return f"{tile[0]}x{tile[1]} tile, cluster {cluster[0]}x{cluster[1]}{what}"
+
+
+def measure_feed(clusters=(2, 4), reps: int = 50) -> list:
+    """Rows (``part="feed"``, GB/s delivered to shared memory), per regime and cluster size R:
+    the three modes, ratio against "each loads" of the same R; each output checked first."""
+    import cupy as cp
+    import torch
+    from ..tma import feed
+    rows = []
+    for regime, nbytes in REGIMES.items():
+        src = cp.asarray(bench.randn((nbytes // 2,), torch.float16, "cuda"))
+        for R in clusters:
+            launches, outs, statuses = {}, {}, {}
+            for mode in FEED_MODES:
+                name = feed_name(R, mode)
+                launches[name], outs[name], statuses[name] = feed.feed_launcher(src, R, mode, **FEED)
+            ctas = next(iter(outs.values())).shape[0]
+            want = feed.feed_reference(src, R, FEED["chunk_bytes"], FEED["per_cta"], ctas)
+
+            def check(name, out, ref, want=want, statuses=statuses):
+                cp.cuda.runtime.deviceSynchronize()
+                if int(statuses[name].get()[0]):
+                    raise RuntimeError(f"{name}: a bounded mbarrier wait fired (a stage never completed)")
+                feed.check_out(out, want, name)
+
+            def reset(outs=outs):
+                for o in outs.values():
+                    o.fill(float("nan"))
+            contenders = {n: (lambda n=n: (launches[n](), outs[n])[1]) for n in launches}
+            got = bench.compare(lambda: (), contenders, reference=feed_name(R, "each loads"), metric="GB/s",
+                                amount=feed.delivered_bytes(FEED["chunk_bytes"], FEED["per_cta"], ctas),
+                                shape=[nbytes], dtype="float16", check=check, reset=reset, reps=reps)
+            for r in got:
+                mode = next(m for m in FEED_MODES if r["name"] == feed_name(R, m))
+                r.update(part="feed", regime=regime, R=R, mode=mode,
+                         l2_bytes=feed.l2_bytes(R, mode, FEED["chunk_bytes"], FEED["per_cta"], ctas))
+            rows += got
+    return rows
+
+
+def run_gemm(a, b, c, name: str):
+    """c = a @ b.T with GEMM variant ``name`` (torch CUDA tensors, a: M x K, b: N x K)."""
+    from ..cute_dsl.gemm import TmaGemm, operands, run_cached
+    tile, cluster, mc = gemm_variants()[name]
+    key = ("multicast", name, str(a.dtype), tuple(a.shape), tuple(b.shape))
+    run_cached(key, lambda: TmaGemm(None, cluster, tile=tile, multicast=mc), operands(a, b, c))
+    return c
+
+
+def measure_gemm(n: int = 8192, dtype: str = "float16", reps: int = 50) -> list:
+    """Rows (``part="gemm multicast"``, TFLOP/s) for cuBLAS and every ``gemm_variants`` entry."""
+    import torch
+    from .ladder_measure import CUBLAS, check_close, reference
+    tdt = getattr(torch, dtype)
+    a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
+    c = torch.empty(n, n, dtype=tdt, device="cuda")
+    want = reference(a, b)
+    contenders = {CUBLAS: lambda: torch.matmul(a, b.T)}
+    contenders.update({name: (lambda name=name: run_gemm(a, b, c, name)) for name in gemm_variants()})
+    rows = bench.compare(lambda: (), contenders, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
+                         shape=(n, n, n), dtype=dtype, check=lambda name, out, ref: check_close(name, out, want, n),
+                         reset=lambda: c.fill_(float("nan")), reps=reps)
+    for r in rows:
+        r["part"] = "gemm multicast"
+    return rows
+
+
+def gemm_once(n: int = 8192) -> None:
+    """The profiled process: each ``gemm_variants`` kernel once on host-made randn inputs, then checked."""
+    import numpy as np
+    import torch
+    from .ladder_measure import check_close, reference
+    rng = np.random.default_rng(0)
+    a = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).half().cuda()
+    b = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).half().cuda()
+    outs = {}
+    for name in gemm_variants():
+        outs[name] = torch.from_numpy(np.full((n, n), np.nan, dtype=np.float32)).half().cuda()
+        run_gemm(a, b, outs[name], name)
+    torch.cuda.synchronize()
+    want = reference(a, b)
+    for name, c in outs.items():
+        check_close(name, c, want, n)
+
+
+def measure_gemm_counters(n: int = 8192) -> list:
+    """One row per ``gemm_variants`` kernel (``part="gemm multicast counters"``; ``value`` = ms under
+    ncu): the ladder's counters plus how busy L2 is (``l2_busy_pct``); ratio against the (1, 1) kernel
+    of the same tile."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    from ..cute_dsl import counters
+    names = list(gemm_variants())
+    root = pathlib.Path(__file__).resolve().parents[2]
+    code = f"from utils.day05 import multicast_measure as m; m.gemm_once({n})"
+    kernels = ncu.profile([sys.executable, "-c", code], ".", metrics=(*counters.METRICS, L2_PCT), cwd=root,
+                          launch_count=len(names))
+    if len(kernels) != len(names):
+        raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
+    rows = [counters.gemm_row(name, k, n, "float16", part="gemm multicast counters", l2_busy_pct=k[L2_PCT])
+            for name, k in zip(names, kernels)]
+    for r in rows:
+        tile, _, _ = gemm_variants()[r["name"]]
+        base = next(q for q in rows if q["name"] == gemm_name(tile, (1, 1), False))
+        r.update(reference=base["name"], reference_value=base["value"], ratio=base["value"] / r["value"])
+    return rows
+
+
+def measure() -> list:
+    """Everything §7 records."""
+    return measure_feed() + measure_gemm() + measure_gemm_counters()
+
+
+def plot(feed_rows: list, gemm_rows: list, label: str = ""):
+    """Left: the feed's GB/s per mode, per regime and cluster size. Right: the GEMM variants'
+    TFLOP/s (cuBLAS dashed). Draws recorded or fresh rows."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2), gridspec_kw={"width_ratios": [1, 1.4]})
+    groups = sorted({(r["regime"], r["R"]) for r in feed_rows}, key=lambda g: (g[0] not in REGIMES, g))
+    x = np.arange(len(groups))
+    for i, mode in enumerate(FEED_MODES):
+        vals = [next((r["value"] for r in feed_rows if (r["regime"], r["R"]) == g and r["mode"] == mode), np.nan)
+                for g in groups]
+        ax1.bar(x + (i - 1) * 0.27, np.array(vals) / 1e3, 0.27, label=mode)
+    ax1.set_xticks(x, [f"{g[0].split(' (')[0]}\nR = {g[1]}" for g in groups], fontsize=8)
+    ax1.set_ylabel("TB/s delivered to shared memory")
+    ax1.set_title("the feed: same bytes delivered, L2 reads / R with multicast", fontsize=9)
+    ax1.legend(fontsize=8)
+    names = [n for n in gemm_variants() if any(r["name"] == n for r in gemm_rows)]
+    vals = [next(r["value"] for r in gemm_rows if r["name"] == n) for n in names]
+    colors = ["tab:gray" if "cluster 1x1" in n else "tab:orange" if "multicast" in n else "tab:blue" for n in names]
+    ax2.barh(np.arange(len(names)), vals, color=colors)
+    ax2.set_yticks(np.arange(len(names)), names, fontsize=7)
+    ax2.invert_yaxis()
+    cublas = [r["reference_value"] for r in gemm_rows][:1]
+    if cublas:
+        ax2.axvline(cublas[0], ls="--", color="k", lw=1, label="cuBLAS")
+        ax2.legend(fontsize=8)
+    ax2.set_xlabel("TFLOP/s (blue: each CTA loads, orange: multicast)")
+    ax2.set_title(f"the GEMM: one change (multicast) per pair  {label}", fontsize=9)
+    fig.tight_layout()
+    return fig

@@ -1,0 +1,110 @@
+"""The L2 feed, with and without cluster multicast (``feed_c1/c2/c4`` in ``tma_kernels.cu``).
+
+A cluster of ``R`` CTAs reads the same ``per_cta`` chunks of a source (1-D ``cp.async.bulk``,
+``stages`` shared-memory buffers, a producer warp and four consumer warps that sum what they
+read). Without multicast every CTA fetches each chunk itself, so L2 serves it ``R`` times; with
+multicast each CTA fetches one ``1/R`` slice for the whole cluster and L2 serves each chunk once.
+The bytes delivered to shared memory are the same either way: only the L2 reads change. A
+multicast buffer may be refilled only when every CTA of the cluster has read it; mode
+``"cluster release"`` keeps that coupling but loads as ``"each loads"`` (one change at a time).
+
+* :func:`feed_launcher` checks its inputs and returns ``(launch, out, status)`` (Hopper);
+* :func:`feed_reference` is what ``out`` must hold (float64, computed on the GPU with CuPy);
+* :func:`delivered_bytes` / :func:`l2_bytes` are the byte counts the rates are built from.
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import runtime
+
+CLUSTERS = (1, 2, 4)
+MODES = {"each loads": 0, "multicast": 1, "cluster release": 2}   # the kernel's `mode` argument
+CONSUMERS = 128              # consumer threads per CTA (warps 1-4); warp 0 is the producer
+THREADS = 32 + CONSUMERS
+LINE = 16 * CONSUMERS        # bytes one pass of the consumers reads (one uint4 each)
+STATIC_SMEM = 128            # the kernel's own mbarriers (full[8], empty[8]), next to the buffers
+
+
+def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int, per_cta: int,
+               ctas: int) -> None:
+    """Raise ``ValueError`` naming the rule a feed launch would break."""
+    if isinstance(R, bool) or R not in CLUSTERS:
+        raise ValueError(f"cluster size R must be one of {CLUSTERS}, got {R!r}")
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    if mode != "each loads" and R == 1:
+        raise ValueError(f"mode {mode!r} needs a cluster of 2 or 4 CTAs: with R = 1 there is no peer to share with")
+    if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % LINE == 0):
+        raise ValueError(f"chunk_bytes must be a positive multiple of {LINE} B (one 16-byte read per consumer "
+                         f"thread), got {chunk_bytes!r}")
+    if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 8):
+        raise ValueError(f"stages must be an int in 1..8, got {stages!r}")
+    need = stages * chunk_bytes + runtime.ALIGN_SLACK + STATIC_SMEM
+    if need > runtime.MAX_SMEM:
+        raise ValueError(f"{stages} stages of {chunk_bytes} B need {need} B of shared memory (with the "
+                         f"alignment slack and the barriers); a block may use {runtime.MAX_SMEM} B")
+    if src_nbytes <= 0 or src_nbytes % chunk_bytes:
+        raise ValueError(f"the source is {src_nbytes} B: it must be a positive multiple of chunk_bytes ({chunk_bytes})")
+    if not (isinstance(per_cta, int) and per_cta > 0):
+        raise ValueError(f"per_cta (chunks each CTA receives) must be a positive int, got {per_cta!r}")
+    if not (isinstance(ctas, int) and ctas > 0 and ctas % R == 0):
+        raise ValueError(f"ctas must be a positive multiple of the cluster size {R}, got {ctas!r}")
+
+
+def feed_launcher(src, R: int = 2, mode: str = "multicast", chunk_bytes: int = 16384, stages: int = 4,
+                  per_cta: int = 32, ctas: int | None = None):
+    """``(launch, out, status)`` for the feed kernel on the contiguous fp16 CuPy array ``src``.
+    ``ctas`` defaults to 12 per SM (a multiple of 4). ``launch()`` enqueues one run; ``out``
+    (ctas x 128 float32) holds each consumer thread's sum; ``status`` is 1 after a timed-out wait."""
+    import cupy as cp
+    if src.dtype != cp.float16 or not src.flags.c_contiguous:
+        raise ValueError(f"src must be a contiguous float16 array, got {src.dtype}"
+                         f"{'' if src.flags.c_contiguous else ', not contiguous'}")
+    if src.data.ptr % 16:
+        raise ValueError(f"src starts at address {src.data.ptr:#x}, not a multiple of 16 B")
+    ctas = 12 * cp.cuda.Device().attributes["MultiProcessorCount"] if ctas is None else ctas
+    check_args(src.nbytes, R, mode, chunk_bytes, stages, per_cta, ctas)
+    smem = stages * chunk_bytes + runtime.ALIGN_SLACK
+    k = runtime.kernel(f"feed_c{R}", smem)
+    out = cp.full((ctas, CONSUMERS), np.nan, dtype=cp.float32)
+    status = runtime._status()
+    args = (src, np.int64(src.nbytes // chunk_bytes), np.uint32(chunk_bytes), np.int32(stages), np.int32(per_cta),
+            np.int32(MODES[mode]), out, status, np.uint64(runtime.TIMEOUT_NS))
+    return (lambda: k((ctas,), (THREADS,), args, shared_mem=smem)), out, status
+
+
+def feed_reference(src, R: int, chunk_bytes: int, per_cta: int, ctas: int):
+    """What ``out`` must hold (float64, ctas x 128): consumer thread ``t`` of a CTA in cluster
+    ``c`` sums, over chunks ``(c * per_cta + i) mod n_chunks``, the 16-byte pieces ``t, t + 128, ...``."""
+    import cupy as cp
+    n_chunks = src.nbytes // chunk_bytes
+    per_thread = src.astype(cp.float64).reshape(n_chunks, chunk_bytes // LINE, CONSUMERS, 8).sum(axis=(1, 3))
+    clusters = ctas // R
+    idx = (cp.arange(clusters)[:, None] * per_cta + cp.arange(per_cta)[None, :]) % n_chunks
+    return cp.repeat(per_thread[idx].sum(axis=1), R, axis=0)
+
+
+def delivered_bytes(chunk_bytes: int, per_cta: int, ctas: int) -> int:
+    """Bytes landing in shared memory in one launch (the same with and without multicast)."""
+    return ctas * per_cta * chunk_bytes
+
+
+def l2_bytes(R: int, mode: str, chunk_bytes: int, per_cta: int, ctas: int) -> int:
+    """Bytes the CTAs request from L2: each chunk once per CTA, or once per cluster with multicast."""
+    if mode not in MODES:
+        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    return delivered_bytes(chunk_bytes, per_cta, ctas) // (R if mode == "multicast" else 1)
+
+
+def check_out(out, want, what: str = "feed") -> None:
+    """Every thread's sum matches the float64 reference (fp32 accumulation tolerance); NaN = never written."""
+    import cupy as cp
+    o = out.astype(cp.float64)
+    if bool(cp.isnan(o).any()):
+        raise AssertionError(f"{what}: {int(cp.isnan(o).sum())} sums were never written (NaN)")
+    bad = cp.abs(o - want) > 0.05 + 1e-4 * cp.abs(want)
+    if bool(bad.any()):
+        i = int(cp.argmax(bad.ravel()))
+        raise AssertionError(f"{what}: {int(bad.sum())} of {bad.size} sums differ; first at CTA {i // CONSUMERS} "
+                             f"thread {i % CONSUMERS}: {float(o.ravel()[i])} vs {float(want.ravel()[i])}")
