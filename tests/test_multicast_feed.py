@@ -294,3 +294,11 @@ def test_the_multicast_results_file_belongs_to_notebook_05():
     assert mm.STEM.startswith("05_gemm_ladder_")
     assert gallery.source(mm.STEM) == gallery.source("05_gemm_ladder") == "day05_tma/05_gemm_ladder"
     assert gallery.source("05_gemm") == "?" and gallery.source("05_gemm_ladderx") == "?"
+
+
+@pytest.mark.parametrize("dynamic", [runtime.MAX_SMEM, runtime.MAX_SMEM - runtime.STATIC_SMEM + 16])
+def test_every_launcher_counts_the_kernels_own_barriers(dynamic):
+    """runtime.kernel refuses dynamic shared memory that leaves no room for the static mbarriers
+    (before it touches CuPy or a GPU)."""
+    with pytest.raises(ValueError, match="plus up to 128 B of the kernel's own mbarriers"):
+        runtime.kernel("bulk_copy_pipelined", dynamic)

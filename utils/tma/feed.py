@@ -23,7 +23,7 @@ MODES = {"each loads": 0, "multicast": 1, "cluster release": 2}   # the kernel's
 CONSUMERS = 128              # consumer threads per CTA (warps 1-4); warp 0 is the producer
 THREADS = 32 + CONSUMERS
 LINE = 16 * CONSUMERS        # bytes one pass of the consumers reads (one uint4 each)
-STATIC_SMEM = 128            # the kernel's own mbarriers (full[8], empty[8]), next to the buffers
+STATIC_SMEM = runtime.STATIC_SMEM   # the kernel's own mbarriers (full[8], empty[8]), next to the buffers
 
 
 def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int, per_cta: int,

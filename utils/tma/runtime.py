@@ -16,7 +16,8 @@ from .descriptor import make_spec
 from .encode import encode
 
 SOURCE = pathlib.Path(__file__).with_name("tma_kernels.cu").read_text()
-MAX_SMEM = 227 * 1024          # dynamic shared memory per block on H100/H200
+MAX_SMEM = 227 * 1024          # shared memory per block on H100/H200 (static + dynamic)
+STATIC_SMEM = 128              # the most any kernel here declares itself (the feed's 16 mbarriers)
 TIMEOUT_NS = 1_000_000_000     # bounded waits: 1 s
 
 
@@ -38,8 +39,9 @@ ALIGN_SLACK = 1024            # kernels align their shared-memory base to 1024 B
 def kernel(name: str, smem_bytes: int = 0):
     """A compiled kernel, with its dynamic shared-memory limit raised to ``smem_bytes``
     (which must include :data:`ALIGN_SLACK`)."""
-    if smem_bytes > MAX_SMEM:
-        raise ValueError(f"{smem_bytes} B of shared memory exceeds the {MAX_SMEM} B a block may use")
+    if smem_bytes + STATIC_SMEM > MAX_SMEM:
+        raise ValueError(f"{smem_bytes} B of shared memory, plus up to {STATIC_SMEM} B of the kernel's own "
+                         f"mbarriers, exceeds the {MAX_SMEM} B a block may use")
     k = _module().get_function(name)
     if smem_bytes > 48 * 1024:
         k.max_dynamic_shared_size_bytes = smem_bytes
