@@ -8,7 +8,7 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
-from utils.core import results  # noqa: E402
+from utils.core import ptx, results  # noqa: E402
 from utils.day05 import copy_measure as cm  # noqa: E402
 from utils.tma import runtime  # noqa: E402
 
@@ -22,10 +22,7 @@ def fake(nbytes=4096, ptr=0x10000, contiguous=True, dtype="float16"):
 def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map():
     src = runtime.kernel_source("bulk_copy_pipelined")
     assert "mbar_wait_bounded" in src and "TensorMap" not in src
-    p = runtime.ptx()
-    start = p.index(".entry bulk_copy_pipelined")
-    end = p.find(".entry", start + 1)
-    body = p[start: end if end > 0 else len(p)]                    # up to the next kernel
+    body = ptx.entry(runtime.ptx(), "bulk_copy_pipelined")        # up to the next kernel
     assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in body
     assert "cp.async.bulk.global.shared::cta.bulk_group" in body
     assert "cp.async.bulk.tensor" not in body

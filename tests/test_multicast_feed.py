@@ -16,6 +16,7 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
+from utils.core import ptx  # noqa: E402
 from utils.cute_dsl.gemm import TILES, TmaGemm, ptx_of  # noqa: E402
 from utils.day05 import multicast_measure as mm  # noqa: E402
 from utils.tma import feed, runtime  # noqa: E402
@@ -149,12 +150,7 @@ def test_feed_launcher_refuses_before_touching_a_gpu(src, kw, match):
 def feed_bodies():
     """``{kernel: PTX}`` of feed_c1/c2/c4, each from its ``.entry`` to the next (NVRTC, ~3 s)."""
     p = runtime.ptx()
-    out = {}
-    for name in ("feed_c1", "feed_c2", "feed_c4"):
-        start = p.index(f".entry {name}(")
-        end = p.find(".entry", start + 1)
-        out[name] = p[start: end if end > 0 else len(p)]
-    return out
+    return {name: ptx.entry(p, name) for name in ("feed_c1", "feed_c2", "feed_c4")}
 
 
 @pytest.mark.parametrize("name, R", [("feed_c1", 1), ("feed_c2", 2), ("feed_c4", 4)])
@@ -302,3 +298,27 @@ def test_every_launcher_counts_the_kernels_own_barriers(dynamic):
     (before it touches CuPy or a GPU)."""
     with pytest.raises(ValueError, match="plus up to 128 B of the kernel's own mbarriers"):
         runtime.kernel("bulk_copy_pipelined", dynamic)
+
+
+def test_ptx_entry_names_a_missing_kernel():
+    from utils.core import ptx as ptx_mod
+    assert ptx_mod.entry(".entry a(\n x\n.entry b(\n y", "a") == ".entry a(\n x\n"
+    with pytest.raises(ValueError, match="no kernel 'c'"):
+        ptx_mod.entry(".entry a(\n", "c")
+
+
+def test_problem_launches_the_kernels_through_run():
+    """ladder_measure.problem builds cuBLAS plus one call per name through ``run`` (the GEMM of §7
+    passes multicast_measure.run_gemm); checked on the CPU with a stand-in run."""
+    import torch
+    from utils.day05 import ladder_measure as lm
+    seen = []
+
+    def run(a, b, c, name):
+        seen.append(name)
+        c.copy_(a @ b.T)
+        return c
+    c, want, fns = lm.problem(8, torch.float32, ["x", "y"], device="cpu", run=run)
+    assert list(fns) == [lm.CUBLAS, "x", "y"]
+    assert torch.allclose(fns["y"](), want) and seen == ["y"]
+    assert fns["x"]() is c and seen == ["y", "x"]

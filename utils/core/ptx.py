@@ -1,6 +1,7 @@
 """Read PTX, whichever compiler made it: the instructions that matter for data movement.
 
-* :func:`count` / :func:`show` / :func:`target`: instruction families, the ``.target``.
+* :func:`count` / :func:`show` / :func:`target`: instruction families, the ``.target``;
+  :func:`entry`: one kernel's part of a module's PTX.
 
 The compilers live with their stack: :func:`utils.cuda_cpp.nvrtc.nvrtc_ptx` (CUDA C++ through
 NVRTC), :func:`utils.triton_lang.compile.triton_ptx` (Triton, ahead of time),
@@ -39,6 +40,15 @@ def count(ptx: str, families: dict | None = None) -> dict:
     families = FAMILIES if families is None else families
     lines = list(_instructions(ptx))
     return {name: sum(1 for s in lines if re.search(rx, s)) for name, rx in families.items()}
+
+
+def entry(ptx: str, name: str) -> str:
+    """The text of kernel ``name`` in a PTX module: from its ``.entry`` up to the next one."""
+    start = ptx.find(f".entry {name}(")
+    if start < 0:
+        raise ValueError(f"no kernel {name!r} in this PTX")
+    end = ptx.find(".entry", start + 1)
+    return ptx[start: end if end > 0 else len(ptx)]
 
 
 def target(ptx: str) -> str:

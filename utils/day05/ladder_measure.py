@@ -48,27 +48,30 @@ def reference(a, b):
         torch.backends.cuda.matmul.allow_tf32 = prev
 
 
-def problem(n: int, tdt, names, device: str = "cuda") -> tuple:
+def problem(n: int, tdt, names, device: str = "cuda", run=None) -> tuple:
     """One n^3 problem on fresh randn inputs: the shared output ``c``, the fp32 reference, and
-    ``{name: call}`` for cuBLAS and each rung in ``names`` (each call returns its output)."""
+    ``{name: call}`` for cuBLAS and each kernel in ``names`` (each call returns its output).
+    ``run(a, b, c, name)`` launches a kernel by name (default: a ladder rung)."""
     import torch
     from ..cute_dsl import ladder
+    run = ladder.run if run is None else run
     a, b = bench.randn((n, n), tdt, device), bench.randn((n, n), tdt, device)
     c = torch.empty(n, n, dtype=tdt, device=device)
     fns = {CUBLAS: lambda: torch.matmul(a, b.T)}
-    fns.update({name: (lambda name=name: ladder.run(a, b, c, name)) for name in names})
+    fns.update({name: (lambda name=name: run(a, b, c, name)) for name in names})
     return c, reference(a, b), fns
 
 
-def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50) -> list:
-    """Rows (``part="ladder"``) of TFLOP/s = 2 n^3 / time for cuBLAS and each rung, n^3 GEMMs."""
+def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=None, part: str = "ladder") -> list:
+    """Rows (``part``) of TFLOP/s = 2 n^3 / time for cuBLAS and each kernel in ``names`` (default: the
+    rungs), n^3 GEMMs; ``run`` as in :func:`problem`."""
     import torch
     names = rung_names() if names is None else list(names)
     rows = []
     for dt in dtypes:
         tdt = getattr(torch, dt)
         for n in sizes:
-            c, want, contenders = problem(n, tdt, names)
+            c, want, contenders = problem(n, tdt, names, run=run)
 
             def check(name, out, ref):
                 check_close(name, out, want, n)
@@ -76,46 +79,59 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50) -> li
                                 shape=(n, n, n), dtype=dt, check=check, reset=lambda: c.fill_(float("nan")),
                                 reps=reps)
             for r in got:
-                r["part"] = "ladder"
+                r["part"] = part
             rows += got
     return rows
 
 
-def launch_once(n: int = 8192, dtype: str = "float16") -> None:
-    """The profiled process: cuBLAS, then each rung and order variant once, on the same randn inputs (made on the
-    host, so no other kernel runs first); every output checked afterwards."""
+def launch_each(n: int, dtype: str, names, run, cublas_first: bool = False) -> None:
+    """The profiled process: (cuBLAS, then) each kernel in ``names`` once through ``run(a, b, c, name)``,
+    on the same randn inputs and NaN-filled outputs made on the host (so no other kernel runs
+    first); every output checked afterwards."""
     import numpy as np
     import torch
-    from ..cute_dsl import ladder
     rng = np.random.default_rng(0)
     tdt = getattr(torch, dtype)
     a = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).to(tdt).cuda()
     b = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).to(tdt).cuda()
-    outs = [torch.matmul(a, b.T)]
-    for name in rung_names():
-        c = torch.from_numpy(np.full((n, n), np.nan, dtype=np.float32)).to(tdt).cuda()
-        ladder.run(a, b, c, name)
-        outs.append(c)
+    if cublas_first:
+        torch.matmul(a, b.T)
+    outs = {}
+    for name in names:
+        outs[name] = torch.from_numpy(np.full((n, n), np.nan, dtype=np.float32)).to(tdt).cuda()
+        run(a, b, outs[name], name)
     torch.cuda.synchronize()
     want = reference(a, b)
-    for name, c in zip(rung_names(), outs[1:]):
+    for name, c in outs.items():
         check_close(name, c, want, n)
+
+
+def launch_once(n: int = 8192, dtype: str = "float16") -> None:
+    """The profiled process of :func:`measure_counters`: cuBLAS, then each rung and order variant once."""
+    from ..cute_dsl import ladder
+    launch_each(n, dtype, rung_names(), ladder.run, cublas_first=True)
+
+
+def profile_launches(code: str, names, metrics) -> list:
+    """Run ``python -c code`` under ncu and return one dict of ``metrics`` per launch, one launch
+    per entry of ``names`` (raises if ncu saw another count)."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    root = pathlib.Path(__file__).resolve().parents[2]
+    kernels = ncu.profile([sys.executable, "-c", code], ".", metrics=metrics, cwd=root, launch_count=len(names))
+    if len(kernels) != len(names):
+        raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
+    return kernels
 
 
 def measure_counters(n: int = 8192, dtype: str = "float16") -> list:
     """One row per kernel (cuBLAS first, then the rungs and order variants; ``part="counters"``): ``value`` = its
     duration in ms under ncu, ``ratio`` = cuBLAS's duration / this one's, counters as extra keys."""
-    import pathlib
-    import sys
-    from ..core import ncu
     from ..cute_dsl import counters
     names = [CUBLAS, *rung_names()]
-    root = pathlib.Path(__file__).resolve().parents[2]
-    code = f"from utils.day05 import ladder_measure as m; m.launch_once({n}, {dtype!r})"
-    kernels = ncu.profile([sys.executable, "-c", code], ".", metrics=counters.METRICS, cwd=root,
-                          launch_count=len(names))
-    if len(kernels) != len(names):
-        raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
+    kernels = profile_launches(f"from utils.day05 import ladder_measure as m; m.launch_once({n}, {dtype!r})",
+                               names, counters.METRICS)
     rows = [counters.gemm_row(name, k, n, dtype, part="counters") for name, k in zip(names, kernels)]
     return counters.with_reference(rows, CUBLAS)
 

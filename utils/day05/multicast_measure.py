@@ -93,55 +93,26 @@ def run_gemm(a, b, c, name: str):
 
 def measure_gemm(n: int = 8192, dtype: str = "float16", reps: int = 50) -> list:
     """Rows (``part="gemm multicast"``, TFLOP/s) for cuBLAS and every ``gemm_variants`` entry."""
-    import torch
-    from .ladder_measure import CUBLAS, check_close, reference
-    tdt = getattr(torch, dtype)
-    a, b = bench.randn((n, n), tdt, "cuda"), bench.randn((n, n), tdt, "cuda")
-    c = torch.empty(n, n, dtype=tdt, device="cuda")
-    want = reference(a, b)
-    contenders = {CUBLAS: lambda: torch.matmul(a, b.T)}
-    contenders.update({name: (lambda name=name: run_gemm(a, b, c, name)) for name in gemm_variants()})
-    rows = bench.compare(lambda: (), contenders, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
-                         shape=(n, n, n), dtype=dtype, check=lambda name, out, ref: check_close(name, out, want, n),
-                         reset=lambda: c.fill_(float("nan")), reps=reps)
-    for r in rows:
-        r["part"] = "gemm multicast"
-    return rows
+    from .ladder_measure import measure_ladder
+    return measure_ladder((n,), (dtype,), names=list(gemm_variants()), reps=reps, run=run_gemm,
+                          part="gemm multicast")
 
 
 def gemm_once(n: int = 8192) -> None:
     """The profiled process: each ``gemm_variants`` kernel once on host-made randn inputs, then checked."""
-    import numpy as np
-    import torch
-    from .ladder_measure import check_close, reference
-    rng = np.random.default_rng(0)
-    a = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).half().cuda()
-    b = torch.from_numpy(rng.standard_normal((n, n), dtype=np.float32)).half().cuda()
-    outs = {}
-    for name in gemm_variants():
-        outs[name] = torch.from_numpy(np.full((n, n), np.nan, dtype=np.float32)).half().cuda()
-        run_gemm(a, b, outs[name], name)
-    torch.cuda.synchronize()
-    want = reference(a, b)
-    for name, c in outs.items():
-        check_close(name, c, want, n)
+    from .ladder_measure import launch_each
+    launch_each(n, "float16", list(gemm_variants()), run_gemm)
 
 
 def measure_gemm_counters(n: int = 8192) -> list:
     """One row per ``gemm_variants`` kernel (``part="gemm multicast counters"``; ``value`` = ms under
     ncu): the ladder's counters plus how busy L2 is (``l2_busy_pct``); ratio against the (1, 1) kernel
     of the same tile."""
-    import pathlib
-    import sys
-    from ..core import ncu
     from ..cute_dsl import counters
+    from .ladder_measure import profile_launches
     names = list(gemm_variants())
-    root = pathlib.Path(__file__).resolve().parents[2]
-    code = f"from utils.day05 import multicast_measure as m; m.gemm_once({n})"
-    kernels = ncu.profile([sys.executable, "-c", code], ".", metrics=(*counters.METRICS, L2_PCT), cwd=root,
-                          launch_count=len(names))
-    if len(kernels) != len(names):
-        raise RuntimeError(f"expected {len(names)} GEMM launches, ncu saw {len(kernels)}")
+    kernels = profile_launches(f"from utils.day05 import multicast_measure as m; m.gemm_once({n})", names,
+                               (*counters.METRICS, L2_PCT))
     rows = [counters.gemm_row(name, k, n, "float16", part="gemm multicast counters", l2_busy_pct=k[L2_PCT])
             for name, k in zip(names, kernels)]
     for r in rows:

@@ -61,8 +61,7 @@ def feed_launcher(src, R: int = 2, mode: str = "multicast", chunk_bytes: int = 1
     if src.dtype != cp.float16 or not src.flags.c_contiguous:
         raise ValueError(f"src must be a contiguous float16 array, got {src.dtype}"
                          f"{'' if src.flags.c_contiguous else ', not contiguous'}")
-    if src.data.ptr % 16:
-        raise ValueError(f"src starts at address {src.data.ptr:#x}, not a multiple of 16 B")
+    runtime.check_aligned("src", src)
     ctas = 12 * cp.cuda.Device().attributes["MultiProcessorCount"] if ctas is None else ctas
     check_args(src.nbytes, R, mode, chunk_bytes, stages, per_cta, ctas)
     smem = stages * chunk_bytes + runtime.ALIGN_SLACK

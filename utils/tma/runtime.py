@@ -163,6 +163,12 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 
 
+def check_aligned(name: str, a) -> None:
+    """A bulk copy's global address must be a multiple of 16 B."""
+    if a.data.ptr % 16:
+        raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
+
+
 def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1):
     """``(launch, status)`` for the 1-D bulk copy (``cp.async.bulk``, no tensor map) of the
     contiguous CuPy array ``src`` into ``dst``: each CTA walks ``chunk_bytes`` chunks with
@@ -172,8 +178,7 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
     for name, a in (("src", src), ("dst", dst)):
         if not a.flags.c_contiguous:
             raise ValueError(f"{name} must be contiguous: a 1-D bulk copy moves one run of bytes")
-        if a.data.ptr % 16:
-            raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
+        check_aligned(name, a)
     if src.nbytes != dst.nbytes or src.dtype != dst.dtype:
         raise ValueError(f"src and dst must have the same dtype and size, got {src.dtype} {src.nbytes} B "
                          f"and {dst.dtype} {dst.nbytes} B")
