@@ -37,8 +37,10 @@ def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map():
     (fake(nbytes=4104), fake(nbytes=4104), {}, "multiple of 16 B"),
     (fake(), fake(), dict(chunk_bytes=1000), "chunk_bytes must be a positive multiple of 16"),
     (fake(), fake(), dict(chunk_bytes=0), "chunk_bytes must be a positive multiple of 16"),
-    (fake(), fake(), dict(stages=0), "stages must be in 1..8"),
-    (fake(), fake(), dict(stages=9), "stages must be in 1..8"),
+    (fake(), fake(), dict(stages=0), r"stages must be an int in 2\.\.8"),
+    (fake(), fake(), dict(stages=1), "one buffer cannot pipeline"),      # would wait forever
+    (fake(), fake(), dict(stages=9), r"stages must be an int in 2\.\.8"),
+    (fake(), fake(), dict(stages=2.0), "stages must be an int"),
     (fake(), fake(), dict(chunk_bytes=65536, stages=4), "exceeds"),
 ])
 def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
@@ -58,3 +60,15 @@ def test_clock_rows_are_a_recordable_metric():
     results.validate_rows([row])
     with pytest.raises(ValueError, match="metric"):
         results.validate_rows([dict(row, metric="GHz")])
+
+
+def test_kernel_never_lowers_the_shared_memory_limit(monkeypatch):
+    """The limit belongs to the CUDA function, which every launcher made from it shares: a
+    second launcher with smaller buffers must not break the first (CUDA_ERROR_INVALID_VALUE)."""
+    fn = types.SimpleNamespace(max_dynamic_shared_size_bytes=48 * 1024)
+    monkeypatch.setattr(runtime, "_module", lambda: types.SimpleNamespace(get_function=lambda name: fn))
+    runtime.kernel("bulk_copy_pipelined", 4 * 32768 + runtime.ALIGN_SLACK)
+    runtime.kernel("bulk_copy_pipelined", 4 * 16384 + runtime.ALIGN_SLACK)
+    assert fn.max_dynamic_shared_size_bytes == 4 * 32768 + runtime.ALIGN_SLACK
+    runtime.kernel("bulk_copy_pipelined", 6 * 32768 + runtime.ALIGN_SLACK)
+    assert fn.max_dynamic_shared_size_bytes == 6 * 32768 + runtime.ALIGN_SLACK

@@ -99,3 +99,23 @@ def test_tensordesc_meta_shows_the_box_split():
     d = "tensordesc<fp16[64, 256]>"
     meta = triton_compat.tensordesc_meta(triton_compile(_copy_block_kernel, {"x_desc": d, "y_desc": d}))
     assert meta[0]["block_size"] == [64, 64]
+
+
+@pytest.mark.parametrize("tiles, sms, want", [
+    (512, 132, 128),     # 4096³ with 128 x 256 tiles: 4 waves either way, 128 programs of exactly 4
+    (2048, 132, 128),    # 8192³: 16 waves, 128 programs of 16
+    (32, 132, 32),       # the skinny shape: fewer tiles than SMs, one program each
+    (132, 132, 132), (133, 132, 67), (1, 1, 1),
+])
+def test_balanced_programs(tiles, sms, want):
+    got = gemm.balanced_programs(tiles, sms)
+    assert got == want and got <= sms
+    waves = -(-tiles // sms)
+    assert -(-tiles // got) == waves                     # as many waves as one program per SM
+    assert tiles // got >= waves - 1                     # each program takes waves or waves - 1 tiles
+
+
+@pytest.mark.parametrize("tiles, sms", [(0, 132), (512, 0), (512.0, 132), (True, 132), (512, -1)])
+def test_balanced_programs_refuses(tiles, sms):
+    with pytest.raises(ValueError, match="must be a positive int"):
+        gemm.balanced_programs(tiles, sms)

@@ -13,6 +13,7 @@ from ..core.checks import CheckFailed, check_array
 STEPS = {"v0": "Triton v0 plain loads", "v1": "Triton v1 TMA loads",
          "v2": "Triton v2 persistent", "v3": "Triton v3 TMA store", "v4": "Triton v4 flattened"}
 CUBLAS = "cuBLAS (torch.matmul)"
+V4_PER_SM = "Triton v4, one program per SM"   # v4 without its balanced grid (one change)
 DTYPES = ("float16", "bfloat16")
 MAX_NUMEL = 2**20          # Triton's TRITON_MAX_TENSOR_NUMEL
 SMEM_LIMIT = 232448        # bytes of shared memory one Hopper block may use (227 KiB)
@@ -62,6 +63,17 @@ def num_sms(tier) -> int:
         return CPU_SMS
     import torch
     return torch.cuda.get_device_properties(0).multi_processor_count
+
+
+def balanced_programs(tiles: int, sms: int) -> int:
+    """Programs for a persistent grid over ``tiles`` output tiles on ``sms`` SMs such that every
+    program gets the same number of tiles (up to one): as many waves as ``sms`` programs would
+    need, with as few programs as those waves allow. 512 tiles on 132 SMs: 4 waves, 128 programs."""
+    for name, v in (("tiles", tiles), ("sms", sms)):
+        if not isinstance(v, int) or isinstance(v, bool) or v < 1:
+            raise ValueError(f"{name} must be a positive int, got {v!r}")
+    waves = -(-tiles // sms)
+    return -(-tiles // waves)
 
 
 def tile_order_ref(pid: int, num_pid_m: int, num_pid_n: int, group_m: int) -> tuple:

@@ -43,7 +43,9 @@ def kernel(name: str, smem_bytes: int = 0):
         raise ValueError(f"{smem_bytes} B of shared memory, plus up to {STATIC_SMEM} B of the kernel's own "
                          f"mbarriers, exceeds the {MAX_SMEM} B a block may use")
     k = _module().get_function(name)
-    if smem_bytes > 48 * 1024:
+    # The limit belongs to the function, shared by every launcher made from it: only ever raise
+    # it, or a launcher made earlier with bigger buffers would fail in the driver.
+    if smem_bytes > 48 * 1024 and smem_bytes > k.max_dynamic_shared_size_bytes:
         k.max_dynamic_shared_size_bytes = smem_bytes
     return k
 
@@ -125,6 +127,14 @@ def store_box(array, tile, coords, *, reduce: bool = False, proxy_fence: bool = 
     cp.cuda.get_current_stream().synchronize()
 
 
+def _check_stages(stages):
+    """The pipelined copies refill a buffer only after the NEXT tile's store is issued, so one
+    buffer would wait forever for its second tile: they need 2..8 (8 mbarriers)."""
+    if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
+        raise ValueError(f"stages must be an int in 2..8 (a buffer is refilled while the next one is "
+                         f"stored, so one buffer cannot pipeline; 8 mbarriers), got {stages!r}")
+
+
 def copy_pipelined(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: int = 2,
                    check: bool = True, **spec_kwargs):
     """Copy a 2-D CuPy array with the pipelined TMA kernel; returns ``dst``.
@@ -146,8 +156,7 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
         raise ValueError(f"src and dst must be 2-D with equal shape and dtype, got "
                          f"{src.shape}/{src.dtype} and {dst.shape}/{dst.dtype}")
-    if not 1 <= stages <= 8:
-        raise ValueError(f"stages must be in 1..8, got {stages}")
+    _check_stages(stages)
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
     rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
     by, bx = box_shape
@@ -186,8 +195,7 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
         raise ValueError(f"the copy is {src.nbytes} B: cp.async.bulk sizes must be a positive multiple of 16 B")
     if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % 16 == 0):
         raise ValueError(f"chunk_bytes must be a positive multiple of 16, got {chunk_bytes!r}")
-    if not 1 <= stages <= 8:
-        raise ValueError(f"stages must be in 1..8, got {stages}")
+    _check_stages(stages)
     smem = stages * chunk_bytes + ALIGN_SLACK
     k = kernel("bulk_copy_pipelined", smem)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
