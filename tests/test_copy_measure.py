@@ -42,6 +42,7 @@ def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map():
     (fake(), fake(), dict(stages=9), r"stages must be an int in 2\.\.8"),
     (fake(), fake(), dict(stages=2.0), "stages must be an int"),
     (fake(), fake(), dict(chunk_bytes=65536, stages=4), "exceeds"),
+    (fake(), fake(), dict(span=1), "span must be True or False"),
 ])
 def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -50,7 +51,7 @@ def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
 
 def test_bytes_in_flight_per_sm():
     got = {n: cm.in_flight_per_sm(c) // 1024 for n, c in cm.COPIES.items()}
-    assert list(got.values()) == [128, 128, 128, 192, 192]
+    assert list(got.values()) == [128, 128, 128, 192, 192, 128]
     assert next(iter(cm.COPIES)) == cm.TMA_2D                 # the ladder starts from notebook 02's copy
 
 
@@ -72,3 +73,14 @@ def test_kernel_never_lowers_the_shared_memory_limit(monkeypatch):
     assert fn.max_dynamic_shared_size_bytes == 4 * 32768 + runtime.ALIGN_SLACK
     runtime.kernel("bulk_copy_pipelined", 6 * 32768 + runtime.ALIGN_SLACK)
     assert fn.max_dynamic_shared_size_bytes == 6 * 32768 + runtime.ALIGN_SLACK
+
+
+def test_the_span_contender_changes_one_thing():
+    base = cm.COPIES["1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM"]
+    assert cm.COPIES[cm.SPAN] == {**base, "span": True}
+    assert "span" in runtime.kernel_source("bulk_copy_pipelined")
+
+
+def test_the_copy_results_file_belongs_to_notebook_05():
+    from utils.core import gallery
+    assert gallery.source(cm.STEM) == "day05_tma/05_gemm_ladder"

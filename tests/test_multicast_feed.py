@@ -26,7 +26,8 @@ L2_BYTES = 50 * MiB                     # H100 / H200 L2
 BULK_LOAD = "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes"
 MULTICAST = "multicast::cluster"
 MAPA = "mapa.shared::cluster"
-REMOTE_ARRIVE = "mbarrier.arrive.release.cluster.shared::cluster"
+REMOTE_ARRIVE = "mbarrier.arrive.shared::cluster.b64"            # as CUTLASS pipelines arrive
+FENCED_ARRIVE = "mbarrier.arrive.release.cluster.shared::cluster.b64"   # mode 3 only
 TIMER = "%globaltimer"
 
 # a launch that passes every rule: (src_nbytes, R, mode, chunk_bytes, stages, per_cta, ctas)
@@ -42,6 +43,8 @@ OK = dict(src_nbytes=16 * MiB, R=2, mode="multicast", chunk_bytes=16 * KiB, stag
     (dict(mode="Multicast"), "mode must be one of"),
     (dict(R=1, mode="multicast"), "needs a cluster of 2 or 4 CTAs"),
     (dict(R=1, mode="cluster release"), "needs a cluster of 2 or 4 CTAs"),
+    (dict(R=1, mode="cluster release, fenced arrive"), "needs a cluster of 2 or 4 CTAs"),
+    (dict(mode="cluster release, fenced"), "mode must be one of"),
     (dict(chunk_bytes=1000), "chunk_bytes must be a positive multiple of 2048"),
     (dict(chunk_bytes=0), "chunk_bytes must be a positive multiple of 2048"),
     (dict(chunk_bytes=3072), "chunk_bytes must be a positive multiple of 2048"),
@@ -75,6 +78,8 @@ def test_check_args_names_the_rule_broken(change, match):
     dict(R=2, mode="cluster release"),
     dict(R=4, mode="multicast", ctas=4),
     dict(R=4, mode="cluster release", ctas=1056),
+    dict(R=2, mode="cluster release, fenced arrive"),
+    dict(R=4, mode="cluster release, fenced arrive", ctas=8),
     dict(chunk_bytes=2048, stages=1, src_nbytes=2048, per_cta=1),                # the smallest launch
     dict(chunk_bytes=28 * KiB, stages=8, src_nbytes=64 * 28 * KiB),              # 8 x 28 KiB + slack fits
     dict(chunk_bytes=112 * KiB, stages=2, src_nbytes=224 * KiB),                   # two big buffers
@@ -87,7 +92,7 @@ def test_check_args_accepts_good_launches(change):
 def test_feed_geometry():
     assert feed.LINE == 16 * feed.CONSUMERS == 2048      # one 16-byte read per consumer thread
     assert feed.THREADS == 32 + 128                       # a producer warp, four consumer warps
-    assert list(feed.MODES) == ["each loads", "multicast", "cluster release"]
+    assert feed.MODES == {"each loads": 0, "multicast": 1, "cluster release": 2, "cluster release, fenced arrive": 3}
     assert feed.CLUSTERS == (1, 2, 4)
 
 
@@ -105,6 +110,8 @@ def test_delivered_bytes(chunk, per_cta, ctas):
     (4, "multicast", 4),
     (2, "cluster release", 1),               # the coupling alone: every CTA still loads
     (4, "cluster release", 1),
+    (2, "cluster release, fenced arrive", 1),
+    (4, "cluster release, fenced arrive", 1),
 ])
 def test_l2_bytes(R, mode, divisor):
     delivered = feed.delivered_bytes(16384, 32, 1584)
@@ -166,8 +173,21 @@ def test_feed_kernels_multicast_and_free_buffers_cluster_wide(feed_bodies, name)
     body = feed_bodies[name]
     assert BULK_LOAD + "." + MULTICAST in body          # one slice for the whole cluster
     assert MAPA in body                                 # a peer's empty barrier ...
-    assert REMOTE_ARRIVE in body                        # ... arrived on remotely
+    assert REMOTE_ARRIVE in body                        # ... arrived on remotely (modes 1 and 2)
+    assert FENCED_ARRIVE in body                        # ... or with a cluster-scope release (mode 3)
     assert "%cluster_ctarank" in body and "%clusterid.x" in body
+
+
+def test_feed_c1_has_no_remote_arrive(feed_bodies):
+    body = feed_bodies["feed_c1"]
+    assert MULTICAST not in body and REMOTE_ARRIVE not in body and FENCED_ARRIVE not in body
+
+
+def test_the_plain_arrive_is_the_one_cutedsl_gemm_uses():
+    """The course's CuteDSL GEMM (CUTLASS's pipeline) frees a multicast stage with the plain remote
+    arrive; the feed's modes 1 and 2 use the same instruction (about 1 s: one CuteDSL compile)."""
+    body = ptx_of(stages=4, cluster=(2, 1))
+    assert REMOTE_ARRIVE in body and FENCED_ARRIVE not in body
 
 
 def test_feed_source_is_one_template_for_three_cluster_sizes():

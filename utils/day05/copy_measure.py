@@ -3,21 +3,25 @@ TMA copies of ``utils/tma/tma_kernels.cu``, one change at a time.
 
 ``COPIES`` lists the contenders in ladder order: notebook 02's 2-D tensor-map copy; the same
 pipeline with 1-D bulk copies (``cp.async.bulk``, no tensor map) and the same bytes in flight per
-SM; then bigger chunks and more stages. Every output is poisoned and compared exactly with the
-input before timing; GB/s counts bytes read + written.
+SM; then bigger chunks and more stages; last, the 32 KiB round-robin copy with one change: each
+CTA copies one contiguous run of chunks instead of every grid-th chunk. Every output is poisoned
+and compared exactly with the input before timing; GB/s counts bytes read + written.
 """
 from __future__ import annotations
 
 from ..core import bench
 
+STEM = "05_gemm_ladder_copy"   # its own results file, next to 05_gemm_ladder.json
 MEMCPY = "torch copy (memcpy)"
 TMA_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), 4 stages, 2 CTAs/SM"
+SPAN = "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM, one span per CTA"   # vs round robin: one change
 COPIES = {
     TMA_2D: dict(kind="2d", box_shape=(32, 256), stages=4, ctas_per_sm=2),
     "1-D bulk, 16 KiB chunks, 4 stages, 2 CTAs/SM": dict(kind="bulk", chunk_bytes=16384, stages=4, ctas_per_sm=2),
     "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=32768, stages=4, ctas_per_sm=1),
     "1-D bulk, 32 KiB chunks, 6 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=32768, stages=6, ctas_per_sm=1),
     "1-D bulk, 64 KiB chunks, 3 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=65536, stages=3, ctas_per_sm=1),
+    SPAN: dict(kind="bulk", chunk_bytes=32768, stages=4, ctas_per_sm=1, span=True),
 }
 
 

@@ -205,17 +205,10 @@ def plot_orders(n: int = 8192, sms: int = 132, cluster=(2, 1), tile=(128, 256)):
     return fig
 
 
-def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
-    """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the SM clock and the
-    board power every ``interval_ms``; the medians of the middle half of the samples, and the
-    calls completed per second over the whole window."""
-    import statistics
-    import subprocess
+def _run_for(fn, seconds: float) -> tuple:
+    """Call ``fn`` back to back (10 at a time, then synchronize) for ``seconds``: ``(calls, elapsed s)``."""
     import time
     import torch
-    cmd = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
-           f"-lms={interval_ms}", f"--id={torch.cuda.current_device()}"]
-    smi = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
     torch.cuda.synchronize()
     t0, calls = time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:
@@ -223,7 +216,20 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             fn()
         calls += 10
         torch.cuda.synchronize()
-    elapsed = time.perf_counter() - t0
+    return calls, time.perf_counter() - t0
+
+
+def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
+    """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the SM clock and the
+    board power every ``interval_ms``; the medians of the middle half of the samples, and the
+    calls completed per second over the whole window."""
+    import statistics
+    import subprocess
+    import torch
+    cmd = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+           f"-lms={interval_ms}", f"--id={torch.cuda.current_device()}"]
+    smi = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+    calls, elapsed = _run_for(fn, seconds)
     smi.terminate()
     out = smi.communicate(timeout=10)[0]
     samples = [tuple(float(x) for x in line.split(",")) for line in out.splitlines() if line.count(",") == 1]
@@ -251,7 +257,7 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
         got = {name: [] for name in names}
         for order in (names, names[::-1]):
             for name in order:
-                _sample_gpu(fns[name], 0.5)                      # settle the clock on this kernel
+                _run_for(fns[name], 0.5)                         # settle the clock on this kernel (no sampling)
                 got[name].append(_sample_gpu(fns[name], seconds))
         for name in names:
             s = {k: sum(p[k] for p in got[name]) / len(got[name]) for k in ("mhz", "watts", "calls_per_s")}

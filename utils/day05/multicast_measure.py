@@ -3,8 +3,9 @@
 Two experiments, one change at a time:
 
 * **The feed** (``utils/tma/feed.py``): a cluster of R CTAs reads the same chunks, each CTA
-  loading them itself, or through multicast (L2 serves each chunk once), or loading them itself
-  but freeing each buffer cluster-wide as multicast must (the coupling alone). Sources that stay
+  loading them itself; or loading them itself but freeing each buffer cluster-wide as multicast
+  must (the coupling alone), first with cluster-scope release arrives, then with the plain ones
+  CUTLASS uses; or through multicast (L2 serves each chunk once). Sources that stay
   in L2 (16 MiB) and that come from DRAM (1 GiB). GB/s counts the bytes delivered to shared memory.
 * **The GEMM**: ``TmaGemm`` with 128 x 128 and 128 x 256 tiles in clusters (2, 1) and (1, 2),
   with and without multicast (same cluster, same tile order: only the loads change), and the
@@ -17,7 +18,7 @@ from ..core import bench
 STEM = "05_gemm_ladder_multicast"   # its own results file, next to 05_gemm_ladder.json
 REGIMES = {"L2-resident source (16 MiB)": 16 << 20, "DRAM source (1 GiB)": 1 << 30}
 FEED = dict(chunk_bytes=16384, stages=4, per_cta=32)
-FEED_MODES = ("each loads", "multicast", "cluster release")
+FEED_MODES = ("each loads", "cluster release, fenced arrive", "cluster release", "multicast")   # one change each
 GEMM_TILES = ((128, 128, 64), (128, 256, 64))
 GEMM_CLUSTERS = ((2, 1), (1, 2))
 L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
@@ -138,7 +139,8 @@ def plot(feed_rows: list, gemm_rows: list, label: str = ""):
     for i, mode in enumerate(FEED_MODES):
         vals = [next((r["value"] for r in feed_rows if (r["regime"], r["R"]) == g and r["mode"] == mode), np.nan)
                 for g in groups]
-        ax1.bar(x + (i - 1) * 0.27, np.array(vals) / 1e3, 0.27, label=mode)
+        w = 0.8 / len(FEED_MODES)
+        ax1.bar(x + (i - (len(FEED_MODES) - 1) / 2) * w, np.array(vals) / 1e3, w, label=mode)
     ax1.set_xticks(x, [f"{g[0].split(' (')[0]}\nR = {g[1]}" for g in groups], fontsize=8)
     ax1.set_ylabel("TB/s delivered to shared memory")
     ax1.set_title("the feed: same bytes delivered, L2 reads / R with multicast", fontsize=9)

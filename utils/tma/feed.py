@@ -7,6 +7,9 @@ multicast each CTA fetches one ``1/R`` slice for the whole cluster and L2 serves
 The bytes delivered to shared memory are the same either way: only the L2 reads change. A
 multicast buffer may be refilled only when every CTA of the cluster has read it; mode
 ``"cluster release"`` keeps that coupling but loads as ``"each loads"`` (one change at a time).
+Their remote arrives are the plain ``mbarrier.arrive.shared::cluster.b64``, as in CUTLASS's
+pipelines; ``"cluster release, fenced arrive"`` gives each one ``.release.cluster`` semantics
+(the only change), which measures what a cluster-scope release costs.
 
 * :func:`feed_launcher` checks its inputs and returns ``(launch, out, status)`` (Hopper);
 * :func:`feed_reference` is what ``out`` must hold (float64, computed on the GPU with CuPy);
@@ -19,7 +22,8 @@ import numpy as np
 from . import runtime
 
 CLUSTERS = (1, 2, 4)
-MODES = {"each loads": 0, "multicast": 1, "cluster release": 2}   # the kernel's `mode` argument
+MODES = {"each loads": 0, "multicast": 1, "cluster release": 2,     # the kernel's `mode` argument
+         "cluster release, fenced arrive": 3}
 CONSUMERS = 128              # consumer threads per CTA (warps 1-4); warp 0 is the producer
 THREADS = 32 + CONSUMERS
 LINE = 16 * CONSUMERS        # bytes one pass of the consumers reads (one uint4 each)

@@ -178,11 +178,14 @@ def check_aligned(name: str, a) -> None:
         raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
 
 
-def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1):
+def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1,
+                  span: bool = False):
     """``(launch, status)`` for the 1-D bulk copy (``cp.async.bulk``, no tensor map) of the
     contiguous CuPy array ``src`` into ``dst``: each CTA walks ``chunk_bytes`` chunks with
-    ``stages`` shared-memory buffers. Checks the rules the instruction has: 16-byte aligned
-    addresses, sizes that are multiples of 16 B, and the shared memory the buffers need."""
+    ``stages`` shared-memory buffers: round robin over the grid (CTA ``b`` takes chunks ``b``,
+    ``b + grid``, ...), or with ``span=True`` one contiguous run of chunks per CTA. Checks the
+    rules the instruction has: 16-byte aligned addresses, sizes that are multiples of 16 B, and
+    the shared memory the buffers need."""
     import cupy as cp
     for name, a in (("src", src), ("dst", dst)):
         if not a.flags.c_contiguous:
@@ -196,11 +199,14 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
     if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % 16 == 0):
         raise ValueError(f"chunk_bytes must be a positive multiple of 16, got {chunk_bytes!r}")
     _check_stages(stages)
+    if not isinstance(span, bool):
+        raise ValueError(f"span must be True or False, got {span!r}")
     smem = stages * chunk_bytes + ALIGN_SLACK
     k = kernel("bulk_copy_pipelined", smem)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     status = _status()
-    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), np.int32(stages), status, np.uint64(TIMEOUT_NS))
+    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), np.int32(stages), np.int32(span), status,
+            np.uint64(TIMEOUT_NS))
     grid = (sms * ctas_per_sm,)
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 

@@ -186,29 +186,36 @@ __device__ __forceinline__ void bulk_store(unsigned char* dst, unsigned src, uns
 }
 extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigned char* dst,
                                                unsigned long long total, unsigned chunk, int stages,
-                                               int* status, unsigned long long timeout_ns) {
+                                               int span, int* status, unsigned long long timeout_ns) {
   unsigned char* smem = smem_base();
   __shared__ __align__(8) unsigned long long bars[8];
   if (threadIdx.x != 0) return;                 // a single thread drives the copy engine
   long long n_chunks = (long long)((total + chunk - 1) / chunk);
-  long long mine = (n_chunks - (long long)blockIdx.x + gridDim.x - 1) / gridDim.x;
+  // Which chunks this CTA copies: round robin (chunk blockIdx.x + i * gridDim.x, so at any moment
+  // the whole grid works on one region of memory), or `span`: one contiguous run of chunks per CTA.
+  long long per = (n_chunks + gridDim.x - 1) / gridDim.x, first = (long long)blockIdx.x * per;
+  long long mine = span ? (n_chunks - first < per ? (n_chunks > first ? n_chunks - first : 0) : per)
+                        : (n_chunks - (long long)blockIdx.x + gridDim.x - 1) / gridDim.x;
+  auto offset = [&](long long i) -> unsigned long long {
+    return (unsigned long long)(span ? first + i : (long long)blockIdx.x + i * (long long)gridDim.x) * chunk;
+  };
   for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]), 1);
   for (int i = 0; i < stages && i < mine; ++i) {          // prologue: fill the pipeline
-    unsigned long long at = (blockIdx.x + (unsigned long long)i * gridDim.x) * chunk;
+    unsigned long long at = offset(i);
     unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
     mbar_expect_tx(smem_addr(&bars[i]), bytes);
     bulk_load(smem_addr(smem + i * chunk), src + at, bytes, smem_addr(&bars[i]));
   }
   for (long long i = 0; i < mine; ++i) {
     int s = (int)(i % stages);
-    unsigned long long at = (blockIdx.x + (unsigned long long)i * gridDim.x) * chunk;
+    unsigned long long at = offset(i);
     unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
     if (!mbar_wait_bounded(smem_addr(&bars[s]), (unsigned)((i / stages) & 1), timeout_ns)) { atomicExch(status, 1); return; }
     bulk_store(dst + at, smem_addr(smem + s * chunk), bytes);
     long long prev = i - 1, next = prev + stages;           // refill the previous chunk's buffer
     if (prev >= 0 && next < mine) {
       int sp = (int)(prev % stages);
-      unsigned long long an = (blockIdx.x + (unsigned long long)next * gridDim.x) * chunk;
+      unsigned long long an = offset(next);
       unsigned bn = (unsigned)(total - an < chunk ? total - an : chunk);
       asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
       mbar_expect_tx(smem_addr(&bars[sp]), bn);
@@ -319,6 +326,9 @@ extern "C" __global__ void shared_read_at(const __grid_constant__ TensorMap map,
 //    refilled only when the consumers of EVERY CTA freed it, so each consumer warp arrives on
 //    the `empty` barrier of every CTA of the cluster (mapa + a remote mbarrier arrive).
 //  * mode 2: loads as mode 0, frees as mode 1 (the cluster-wide release without multicast).
+//  * mode 3: as mode 2, but each remote arrive carries `.release.cluster` (a cluster-scope release,
+//    the fenced form the course first used). Modes 1 and 2 arrive as the course's CuteDSL GEMM
+//    (CUTLASS's pipeline) does: `mbarrier.arrive.shared::cluster.b64` with the default semantics.
 // out[global CTA][thread] = that thread's sum; every wait is bounded (status = 1).
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
@@ -334,10 +344,11 @@ __device__ __forceinline__ void bulk_load_multicast(unsigned dst, const unsigned
   asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
                " [%0], [%1], %2, [%3], %4;" :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "h"(mask) : "memory");
 }
-__device__ __forceinline__ void mbar_arrive_in(unsigned bar, unsigned rank) {   // on CTA `rank`'s barrier
+__device__ __forceinline__ void mbar_arrive_in(unsigned bar, unsigned rank, bool fenced) {   // on CTA `rank`'s barrier
   unsigned remote;
   asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(bar), "r"(rank));
-  asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+  if (fenced) asm volatile("mbarrier.arrive.release.cluster.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
+  else asm volatile("mbarrier.arrive.shared::cluster.b64 _, [%0];" :: "r"(remote) : "memory");
 }
 
 __device__ __forceinline__ float half_to_float(unsigned bits) {   // no cuda_fp16.h under NVRTC here
@@ -389,7 +400,7 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
       }
       __syncwarp();
       if (lane == 0) {
-        if (R > 1 && mode) { for (int r = 0; r < R; ++r) mbar_arrive_in(smem_addr(&empty[s]), r); }
+        if (R > 1 && mode) { for (int r = 0; r < R; ++r) mbar_arrive_in(smem_addr(&empty[s]), r, mode == 3); }
         else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
       }
     }
