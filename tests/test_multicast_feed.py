@@ -342,3 +342,38 @@ def test_problem_launches_the_kernels_through_run():
     assert list(fns) == [lm.CUBLAS, "x", "y"]
     assert torch.allclose(fns["y"](), want) and seen == ["y"]
     assert fns["x"]() is c and seen == ["y", "x"]
+
+
+# --- the consumers' release in SASS ---------------------------------------------------------------------
+ARRIVE = "SYNCS.ARRIVE.TRANS64.RED.A1T0 RZ, [R5+URZ], RZ"
+
+
+@pytest.mark.parametrize("ins, want", [
+    (["IADD3 R1", "@P0 " + ARRIVE, "@!P0 MEMBAR.ALL.CTA", "@!P0 MEMBAR.ALL.GPU", "@!P0 ERRBAR", "@!P0 CGAERRBAR",
+      "@!P0 " + ARRIVE, "BRA 0x100"], slice(1, 7)),                          # starts at the first arrive
+    (["LDS R2", "MEMBAR.ALL.GPU", "ERRBAR", ARRIVE, "EXIT"], slice(1, 4)),  # the fences just before it come along
+    ([ARRIVE], slice(0, 1)),
+])
+def test_release_sass_cuts_from_the_first_arrive_to_the_last(ins, want):
+    assert feed.release_sass(ins) == ins[want]
+
+
+@pytest.mark.parametrize("ins", [[], ["SYNCS.ARRIVE.TRANS64 RZ, [UR5], R8", "MEMBAR.ALL.GPU"]])  # a local arrive only
+def test_release_sass_needs_a_remote_arrive(ins):
+    with pytest.raises(ValueError, match="no SYNCS.ARRIVE.TRANS64.RED"):
+        feed.release_sass(ins)
+
+
+@pytest.fixture(scope="module")
+def feed_sass():
+    from utils.triton_lang import sass
+    listing = sass.functions(sass.sass(sass.cubin(runtime.ptx())))
+    return {name: sass.instructions(listing[name]) for name in ("feed_c1", "feed_c2", "feed_c4")}
+
+
+@pytest.mark.parametrize("name, R", [("feed_c2", 2), ("feed_c4", 4)])
+def test_the_fenced_arrive_is_a_gpu_wide_barrier_in_sass(feed_sass, name, R):
+    release = feed.release_sass(feed_sass[name])
+    assert sum(feed.REMOTE_ARRIVE_SASS in i for i in release) == 2 * R        # plain and fenced, per peer
+    assert sum("MEMBAR.ALL.GPU" in i for i in release) == R                   # only on the fenced side
+    assert not any(feed.REMOTE_ARRIVE_SASS in i for i in feed_sass["feed_c1"])

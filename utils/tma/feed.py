@@ -13,7 +13,8 @@ pipelines; ``"cluster release, fenced arrive"`` gives each one ``.release.cluste
 
 * :func:`feed_launcher` checks its inputs and returns ``(launch, out, status)`` (Hopper);
 * :func:`feed_reference` is what ``out`` must hold (float64, computed on the GPU with CuPy);
-* :func:`delivered_bytes` / :func:`l2_bytes` are the byte counts the rates are built from.
+* :func:`delivered_bytes` / :func:`l2_bytes` are the byte counts the rates are built from;
+* :func:`release_sass` cuts the consumers' remote arrives out of a kernel's SASS.
 """
 from __future__ import annotations
 
@@ -98,6 +99,24 @@ def l2_bytes(R: int, mode: str, chunk_bytes: int, per_cta: int, ctas: int) -> in
     if mode not in MODES:
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     return delivered_bytes(chunk_bytes, per_cta, ctas) // (R if mode == "multicast" else 1)
+
+
+REMOTE_ARRIVE_SASS = "SYNCS.ARRIVE.TRANS64.RED"    # an mbarrier arrive through a cluster address
+FENCES_SASS = ("MEMBAR", "ERRBAR", "CGAERRBAR")
+
+
+def release_sass(instructions: list) -> list:
+    """The consumers' release of a stage in a feed kernel's SASS (``sass.instructions`` of one
+    kernel): from the first remote arrive, with the fences just before it, to the last one. Both
+    sides of the kernel's branch on ``mode == 3`` are there, each under its own predicate."""
+    hits = [i for i, ins in enumerate(instructions) if REMOTE_ARRIVE_SASS in ins]
+    if not hits:
+        raise ValueError(f"no {REMOTE_ARRIVE_SASS} in these {len(instructions)} instructions: "
+                         "feed_c1 has no remote arrive; pass feed_c2's or feed_c4's")
+    start = hits[0]
+    while start > 0 and any(f in instructions[start - 1] for f in FENCES_SASS):
+        start -= 1
+    return instructions[start:hits[-1] + 1]
 
 
 def check_out(out, want, what: str = "feed") -> None:
