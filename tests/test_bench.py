@@ -198,3 +198,56 @@ def test_describe_states_the_claim_with_its_spread():
     old = {"name": "old", "ratio": 1.02, "reference": "cuBLAS"}
     assert bench.describe(old) == "old: 1.02x cuBLAS [no spread recorded]; >= 1.00x: no spread recorded"
     assert bench.describe(a, old) == "a vs old: no per-round times recorded, no claim"
+
+
+# ---- did the host keep up? (sustained timing of kernels shorter than their launch) ----
+
+class PacedClock(FakeClock):
+    """A FakeClock that also reports each repetition's pace: ``(GPU ms, host ms)`` per name."""
+
+    def __init__(self, cost, pace_of):
+        super().__init__(cost)
+        self.pace_of = pace_of
+
+    def time(self, fn):
+        name = fn()
+        self.timed.append(name)
+        return (self.cost(name, len(self.timed)), name)
+
+    def read(self, handles):
+        return [h[0] for h in handles]
+
+    def pace(self, handles):
+        return [self.pace_of[h[1]] for h in handles]
+
+
+def test_run_interleaved_fills_pace_when_the_clock_has_it():
+    log, pace = [], {}
+    clock = PacedClock(lambda name, n: 1.0, {"A": (0.2, 0.05), "B": (0.1, 0.12), "C": (0.3, 0.3)})
+    got = bench.run_interleaved(contenders(log), rounds=2, reps_per_round=3, warmup=0, warmup_ms=0,
+                                clock=clock, pace=pace)
+    assert got["A"] == [[1.0] * 3] * 2
+    assert pace["A"] == [(0.2, 0.05)] * 6 and pace["B"] == [(0.1, 0.12)] * 6
+    bench.run_interleaved(contenders([]), rounds=1, reps_per_round=1, warmup=0, warmup_ms=0,
+                          clock=FakeClock(lambda name, n: 1.0), pace=(no_pace := {}))
+    assert no_pace == {}                        # a clock without pace leaves it empty
+
+
+@pytest.mark.parametrize("pace, bound", [
+    ([(0.20, 0.05)] * 5, False),                # host issues in a quarter of the GPU's time: queue grows
+    ([(0.20, 0.17)] * 5, False),                # 85%: still ahead
+    ([(0.20, 0.185)] * 5, True),                # past 90%: the GPU is about to wait for it
+    ([(0.12, 0.12)] * 5, True),                 # host-bound steady state: the GPU's pace IS the host's
+    ([(0.20, 0.30), (0.20, 0.01), (0.20, 0.30)], True),     # medians: 0.30 host vs 0.20 GPU
+    ([(0.0, 0.01)] * 3, True),                  # an empty call: events back to back, all host
+])
+def test_host_pace_flags_a_starved_gpu(pace, bound):
+    got = bench.host_pace(pace)
+    assert got["host_bound"] is bound
+    assert got["gpu_ms_per_rep"] == pytest.approx(sorted(p[0] for p in pace)[len(pace) // 2])
+
+
+@pytest.mark.parametrize("pace", [[], [(-0.1, 0.1)], [(0.1, -1.0)], [(0.1,)], None])
+def test_host_pace_refuses_bad_samples(pace):
+    with pytest.raises(ValueError, match="pace must be"):
+        bench.host_pace(pace)

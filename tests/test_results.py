@@ -217,3 +217,11 @@ def test_counter_rows_need_ncu_on_hopper(recording, monkeypatch):
     assert got == rows and label == f"recorded on {H100}, 2026-12-01"
     with pytest.raises(ValueError, match="needs must be"):
         results.record_or_load("demo", lambda: rows, HOPPER, needs="counters")
+
+
+def test_format_table_marks_host_bound_rows():
+    fine, starved = dict(ROW, host_bound=False), dict(ROW, name="short kernel", host_bound=True)
+    assert "host-bound" not in plots.format_table([fine])
+    text = plots.format_table([fine, starved])
+    line = next(l for l in text.splitlines() if l.startswith("short kernel"))
+    assert line.endswith("(host-bound *)") and "launch overhead" in text.splitlines()[-1]

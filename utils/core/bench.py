@@ -10,7 +10,8 @@ Rules it enforces (see COURSE_DESIGN.md):
   never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
   the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
   cold-start figure that hides host launch overhead; use it only where that is the lesson,
-  and say so.)
+  and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
+  :func:`host_pace`): a kernel shorter than its own launch overhead is timed with that overhead.
 * contenders are timed **interleaved**: they take turns (A, B, C, A, B, C, ...), and every
   ``reps/rounds`` turns make one round, so clock or thermal drift hits all of them alike;
 * each row's ``ratio`` to the reference is the median of the per-round ratios, reported with
@@ -64,7 +65,11 @@ class CudaClock:
         self.scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
 
     def time(self, fn):
+        import time
         cuda = self.torch.cuda
+        t0 = time.perf_counter()
+        rep = cuda.Event(enable_timing=True)          # the repetition, flush included (for pace)
+        rep.record()
         if self.scratch is not None:
             self.scratch.zero_()
         if self.timing == "burst":
@@ -73,13 +78,20 @@ class CudaClock:
         start.record()
         fn()
         end.record()
+        host = time.perf_counter() - t0
         if self.timing == "burst":
             end.synchronize()
-        return start, end
+        return start, end, rep, host
 
     def read(self, handles) -> list:
         self.torch.cuda.synchronize()
-        return [s.elapsed_time(e) for s, e in handles]
+        return [h[0].elapsed_time(h[1]) for h in handles]
+
+    def pace(self, handles) -> list:
+        """``[(GPU ms of the whole repetition, flush included; host ms spent issuing it)]``. When the
+        host needs as long as the GPU, the GPU waited for it inside the timed interval."""
+        self.torch.cuda.synchronize()
+        return [(h[2].elapsed_time(h[1]), h[3] * 1e3) for h in handles]
 
 
 def schedule(names, rounds: int, reps_per_round: int) -> list:
@@ -89,11 +101,12 @@ def schedule(names, rounds: int, reps_per_round: int) -> list:
 
 
 def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5,
-                    warmup_ms: float = 25.0, clock=None) -> dict:
+                    warmup_ms: float = 25.0, clock=None, pace: dict | None = None) -> dict:
     """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds.
 
     Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
-    ``time(fn) -> handle`` and ``read([handle]) -> [ms]``.
+    ``time(fn) -> handle`` and ``read([handle]) -> [ms]``; if it also has ``pace`` and a dict
+    ``pace`` is given, it is filled with ``{name: [(GPU ms per repetition, host ms), ...]}``.
     """
     clock = clock or CudaClock()
     for _ in range(warmup):
@@ -107,7 +120,24 @@ def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int 
     handles = {n: [[] for _ in range(rounds)] for n in fns}
     for r, name in schedule(list(fns), rounds, reps_per_round):
         handles[name][r].append(clock.time(fns[name]))
+    if pace is not None and hasattr(clock, "pace"):
+        pace.update({n: [p for block in blocks for p in clock.pace(block)] for n, blocks in handles.items()})
     return {n: [clock.read(block) for block in blocks] for n, blocks in handles.items()}
+
+
+HOST_BOUND = 0.9     # host time per repetition at least this share of the GPU's: the GPU waited for it
+
+
+def host_pace(pace: list) -> dict:
+    """Row keys from one contender's ``pace`` samples: the medians ``gpu_ms_per_rep`` (flush
+    included) and ``host_ms_per_rep``, and ``host_bound``: True when issuing a repetition took the
+    host at least :data:`HOST_BOUND` of the GPU's time for it. In sustained timing the GPU then
+    ran out of queued work, and the wait for the host falls inside the timed interval, so the
+    row's time includes host overhead (time such a kernel with fewer host calls, e.g. a CUDA graph)."""
+    if not pace or not all(len(p) == 2 and p[0] >= 0 and p[1] >= 0 for p in pace):
+        raise ValueError("pace must be a non-empty list of (GPU ms >= 0, host ms >= 0) pairs")
+    gpu, host = statistics.median(p[0] for p in pace), statistics.median(p[1] for p in pace)
+    return {"gpu_ms_per_rep": gpu, "host_ms_per_rep": host, "host_bound": bool(host >= HOST_BOUND * gpu)}
 
 
 def _check_counts(warmup, reps, rounds=1):
@@ -135,11 +165,14 @@ def time_ms(fn: Callable[[], object], *, warmup: int = 5, reps: int = 30, flush_
     _check_counts(warmup, reps)
     _check_timing(timing)
     _require_gpu()
-    clock = CudaClock(flush_l2, timing)
+    clock, pace = CudaClock(flush_l2, timing), {}
     times = run_interleaved({"fn": fn}, rounds=1, reps_per_round=reps, warmup=warmup,
-                            warmup_ms=warmup_ms, clock=clock)["fn"][0]
-    return {"median": statistics.median(times), "min": min(times), "max": max(times),
-            "reps": reps, "timing": timing}
+                            warmup_ms=warmup_ms, clock=clock, pace=pace)["fn"][0]
+    out = {"median": statistics.median(times), "min": min(times), "max": max(times),
+           "reps": reps, "timing": timing}
+    if timing == "sustained" and pace.get("fn"):
+        out.update(host_pace(pace["fn"]))
+    return out
 
 
 def throughput(amount: float, ms: float, metric: str) -> float:
@@ -213,11 +246,14 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
                 reset()
             check(name, fn(*inputs), ref_out)
     fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
+    pace = {}
     samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
-                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing))
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing), pace=pace)
     rows = summarize(samples, reference=reference, metric=metric, amount=amount)
     for row in rows:
         row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
+        if timing == "sustained" and pace.get(row["name"]):
+            row.update(host_pace(pace[row["name"]]))
     return rows
 
 

@@ -29,7 +29,10 @@ def format_table(rows: list, label: str = "") -> str:
         shape = "x".join(str(s) for s in r.get("shape", [])) or "-"
         lines.append(f"{r['name']:<28}{shape:<22}{r.get('dtype', '-'):<10}"
                      f"{r['value']:>8.4g} {r['metric']:<4}  {format_ratio(r):<20}"
-                     f"{r.get('reference') or '-'}")
+                     f"{r.get('reference') or '-'}{'  (host-bound *)' if r.get('host_bound') else ''}")
+    if any(r.get("host_bound") for r in rows):
+        lines.append("* the host needed as long to issue a repetition as the GPU to run it: the time "
+                     "includes launch overhead (bench.host_pace)")
     return "\n".join(lines)
 
 
