@@ -251,3 +251,31 @@ def test_host_pace_flags_a_starved_gpu(pace, bound):
 def test_host_pace_refuses_bad_samples(pace):
     with pytest.raises(ValueError, match="pace must be"):
         bench.host_pace(pace)
+
+
+def test_cuda_clock_handles_without_a_gpu():
+    """CudaClock's own code (events in order, read and pace) against a stand-in for torch.cuda."""
+    import types
+    ticks = iter(range(100))
+
+    class Event:
+        def __init__(self, enable_timing=False):
+            self.t = None
+
+        def record(self):
+            self.t = next(ticks)
+
+        def elapsed_time(self, end):
+            return float(end.t - self.t)
+
+        def synchronize(self):
+            pass
+    fake = types.SimpleNamespace(cuda=types.SimpleNamespace(Event=Event, synchronize=lambda: None,
+                                                            _sleep=lambda cycles: None))
+    for timing in bench.TIMINGS:
+        clock = bench.CudaClock(flush_l2=False, timing=timing)
+        clock.torch = fake
+        handles = [clock.time(lambda: next(ticks)) for _ in range(2)]   # the call itself takes one tick
+        assert clock.read(handles) == [2.0, 2.0]                        # start, the call, end
+        assert [p[0] for p in clock.pace(handles)] == [3.0, 3.0]        # the repetition's event comes first
+        assert all(p[1] >= 0 for p in clock.pace(handles))
