@@ -194,32 +194,31 @@ extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigne
   // Which chunks this CTA copies: round robin (chunk blockIdx.x + i * gridDim.x, so at any moment
   // the whole grid works on one region of memory), or `span`: one contiguous run of chunks per CTA.
   long long per = (n_chunks + gridDim.x - 1) / gridDim.x, first = (long long)blockIdx.x * per;
-  long long mine = span ? (n_chunks - first < per ? (n_chunks > first ? n_chunks - first : 0) : per)
+  long long left = n_chunks - first;                // span: this CTA's run is [first, first + mine)
+  long long mine = span ? (left < 0 ? 0 : left < per ? left : per)
                         : (n_chunks - (long long)blockIdx.x + gridDim.x - 1) / gridDim.x;
-  auto offset = [&](long long i) -> unsigned long long {
+  auto offset = [&](long long i) -> unsigned long long {   // byte offset of this CTA's i-th chunk
     return (unsigned long long)(span ? first + i : (long long)blockIdx.x + i * (long long)gridDim.x) * chunk;
   };
+  auto size = [&](unsigned long long at) -> unsigned { return (unsigned)(total - at < chunk ? total - at : chunk); };
   for (int s = 0; s < stages; ++s) mbar_init(smem_addr(&bars[s]), 1);
   for (int i = 0; i < stages && i < mine; ++i) {          // prologue: fill the pipeline
     unsigned long long at = offset(i);
-    unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
-    mbar_expect_tx(smem_addr(&bars[i]), bytes);
-    bulk_load(smem_addr(smem + i * chunk), src + at, bytes, smem_addr(&bars[i]));
+    mbar_expect_tx(smem_addr(&bars[i]), size(at));
+    bulk_load(smem_addr(smem + i * chunk), src + at, size(at), smem_addr(&bars[i]));
   }
   for (long long i = 0; i < mine; ++i) {
     int s = (int)(i % stages);
     unsigned long long at = offset(i);
-    unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
     if (!mbar_wait_bounded(smem_addr(&bars[s]), (unsigned)((i / stages) & 1), timeout_ns)) { atomicExch(status, 1); return; }
-    bulk_store(dst + at, smem_addr(smem + s * chunk), bytes);
+    bulk_store(dst + at, smem_addr(smem + s * chunk), size(at));
     long long prev = i - 1, next = prev + stages;           // refill the previous chunk's buffer
     if (prev >= 0 && next < mine) {
       int sp = (int)(prev % stages);
       unsigned long long an = offset(next);
-      unsigned bn = (unsigned)(total - an < chunk ? total - an : chunk);
       asm volatile("cp.async.bulk.wait_group.read 1;" ::: "memory");
-      mbar_expect_tx(smem_addr(&bars[sp]), bn);
-      bulk_load(smem_addr(smem + sp * chunk), src + an, bn, smem_addr(&bars[sp]));
+      mbar_expect_tx(smem_addr(&bars[sp]), size(an));
+      bulk_load(smem_addr(smem + sp * chunk), src + an, size(an), smem_addr(&bars[sp]));
     }
   }
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
@@ -360,7 +359,7 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
                                           int stages, int per_cta, int mode, float* out, int* status,
                                           unsigned long long timeout_ns) {
   unsigned char* smem = smem_base();
-  __shared__ __align__(8) unsigned long long full[8], empty[8];   // FEED_STATIC_SMEM bytes
+  __shared__ __align__(8) unsigned long long full[8], empty[8];   // runtime.STATIC_SMEM bytes
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned rank = R > 1 ? cluster_rank() : 0;
   const long long first = (long long)(R > 1 ? cluster_id() : blockIdx.x) * per_cta;
