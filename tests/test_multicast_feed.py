@@ -65,6 +65,11 @@ OK = dict(src_nbytes=16 * MiB, R=2, mode="multicast", chunk_bytes=16 * KiB, stag
     (dict(R=2, ctas=3), "ctas must be a positive multiple of the cluster size 2"),
     (dict(ctas=0), "ctas must be a positive multiple"),
     (dict(ctas=8.0), "ctas must be a positive multiple"),
+    (dict(lines=0), r"lines .* must be an int in 1\.\.8 for 16384 B chunks"),
+    (dict(lines=9), r"lines .* must be an int in 1\.\.8 for 16384 B chunks"),
+    (dict(lines=2, chunk_bytes=2048, src_nbytes=2048), r"must be an int in 1\.\.1 for 2048 B chunks"),
+    (dict(lines=1.0), "lines .* must be an int"),
+    (dict(lines=True), "lines .* must be an int"),
 ])
 def test_check_args_names_the_rule_broken(change, match):
     with pytest.raises(ValueError, match=match):
@@ -84,6 +89,8 @@ def test_check_args_names_the_rule_broken(change, match):
     dict(chunk_bytes=28 * KiB, stages=8, src_nbytes=64 * 28 * KiB),              # 8 x 28 KiB + slack fits
     dict(chunk_bytes=112 * KiB, stages=2, src_nbytes=224 * KiB),                   # two big buffers
     dict(src_nbytes=1 << 30, per_cta=1000),                                        # per_cta may exceed n_chunks
+    dict(lines=1), dict(lines=8), dict(lines=None),                                # read 1..all lines of a chunk
+    dict(chunk_bytes=2048, stages=1, src_nbytes=2048, per_cta=1, lines=1),
 ])
 def test_check_args_accepts_good_launches(change):
     feed.check_args(**{**OK, **change})
@@ -145,6 +152,7 @@ def fake(nbytes=16 * MiB, ptr=0x10000, contiguous=True, dtype="float16"):
     (fake(nbytes=16 * MiB + 16), dict(ctas=12), "must be a positive multiple of chunk_bytes"),
     (fake(), dict(per_cta=0, ctas=12), "per_cta"),
     (fake(), dict(R=4, ctas=6), "ctas must be a positive multiple of the cluster size 4"),
+    (fake(), dict(lines=9, ctas=12), r"lines .* must be an int in 1\.\.8"),
 ])
 def test_feed_launcher_refuses_before_touching_a_gpu(src, kw, match):
     pytest.importorskip("cupy")                     # feed_launcher compares dtypes with cupy.float16
@@ -289,7 +297,22 @@ def test_regimes_one_in_l2_one_far_beyond():
 @pytest.mark.parametrize("mode", mm.FEED_MODES)
 def test_the_measured_feed_launches_pass_the_rules(nbytes, R, mode):
     # fp16 sources of nbytes // 2 elements; ctas = 12 per SM on a 132-SM H100 / H200
-    feed.check_args(nbytes, R, mode, ctas=12 * 132, **mm.FEED)
+    feed.check_args(nbytes, R, mode, ctas=feed.CTAS_PER_SM * 132, **mm.FEED)
+
+
+@pytest.mark.parametrize("nbytes", list(mm.INTAKE_SOURCES.values()))
+@pytest.mark.parametrize("mode", mm.INTAKE_MODES)
+def test_the_intake_launches_pass_the_rules(nbytes, mode):
+    feed.check_args(nbytes, mm.INTAKE_R, mode, ctas=feed.CTAS_PER_SM * 132, **mm.INTAKE)
+
+
+def test_the_intake_reads_one_line_from_a_hot_and_an_l2_source():
+    assert mm.INTAKE["lines"] == 1 < mm.INTAKE["chunk_bytes"] // feed.LINE     # the consumers barely work
+    hot, l2 = sorted(mm.INTAKE_SOURCES.values())
+    assert hot // mm.INTAKE["chunk_bytes"] <= mm.INTAKE["per_cta"]            # every cluster reads all of it
+    assert l2 == mm.REGIMES["L2-resident source (16 MiB)"]                     # the feed's L2 source
+    assert set(mm.INTAKE_MODES) <= set(mm.FEED_MODES)
+    assert mm.L2_PCT in mm.INTAKE_METRICS and "l1tex__m_xbar2l1tex_read_bytes.sum" in mm.INTAKE_METRICS
 
 
 def test_the_barriers_count_against_shared_memory():

@@ -2,7 +2,8 @@
 
 A cluster of ``R`` CTAs reads the same ``per_cta`` chunks of a source (1-D ``cp.async.bulk``,
 ``stages`` shared-memory buffers, a producer warp and four consumer warps that sum what they
-read). Without multicast every CTA fetches each chunk itself, so L2 serves it ``R`` times; with
+read: every 2 KiB line of each chunk, or only its first ``lines`` of them, to measure what the SM
+takes in when its own work is almost nothing). Without multicast every CTA fetches each chunk itself, so L2 serves it ``R`` times; with
 multicast each CTA fetches one ``1/R`` slice for the whole cluster and L2 serves each chunk once.
 The bytes delivered to shared memory are the same either way: only the L2 reads change. A
 multicast buffer may be refilled only when every CTA of the cluster has read it; mode
@@ -28,11 +29,12 @@ MODES = {"each loads": 0, "multicast": 1, "cluster release": 2,     # the kernel
 CONSUMERS = 128              # consumer threads per CTA (warps 1-4); warp 0 is the producer
 THREADS = 32 + CONSUMERS
 LINE = 16 * CONSUMERS        # bytes one pass of the consumers reads (one uint4 each)
+CTAS_PER_SM = 12             # the default grid: a multiple of every cluster size
 STATIC_SMEM = runtime.STATIC_SMEM   # the kernel's own mbarriers (full[8], empty[8]), next to the buffers
 
 
 def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int, per_cta: int,
-               ctas: int) -> None:
+               ctas: int, lines: int | None = None) -> None:
     """Raise ``ValueError`` naming the rule a feed launch would break."""
     if isinstance(R, bool) or R not in CLUSTERS:
         raise ValueError(f"cluster size R must be one of {CLUSTERS}, got {R!r}")
@@ -55,35 +57,44 @@ def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int
         raise ValueError(f"per_cta (chunks each CTA receives) must be a positive int, got {per_cta!r}")
     if not (isinstance(ctas, int) and ctas > 0 and ctas % R == 0):
         raise ValueError(f"ctas must be a positive multiple of the cluster size {R}, got {ctas!r}")
+    if lines is not None and not (isinstance(lines, int) and not isinstance(lines, bool)
+                                  and 1 <= lines <= chunk_bytes // LINE):
+        raise ValueError(f"lines (the {LINE} B lines of each chunk the consumers read) must be an int in "
+                         f"1..{chunk_bytes // LINE} for {chunk_bytes} B chunks, got {lines!r}")
 
 
 def feed_launcher(src, R: int = 2, mode: str = "multicast", chunk_bytes: int = 16384, stages: int = 4,
-                  per_cta: int = 32, ctas: int | None = None):
+                  per_cta: int = 32, ctas: int | None = None, lines: int | None = None):
     """``(launch, out, status)`` for the feed kernel on the contiguous fp16 CuPy array ``src``.
-    ``ctas`` defaults to 12 per SM (a multiple of 4). ``launch()`` enqueues one run; ``out``
-    (ctas x 128 float32) holds each consumer thread's sum; ``status`` is 1 after a timed-out wait."""
+    ``ctas`` defaults to ``CTAS_PER_SM`` per SM (a multiple of 4); ``lines`` (default: all) is how many 2 KiB
+    lines of each chunk the consumers read and sum (the copy lands the whole chunk either way).
+    ``launch()`` enqueues one run; ``out`` (ctas x 128 float32) holds each consumer thread's sum;
+    ``status`` is 1 after a timed-out wait."""
     import cupy as cp
     if src.dtype != cp.float16 or not src.flags.c_contiguous:
         raise ValueError(f"src must be a contiguous float16 array, got {src.dtype}"
                          f"{'' if src.flags.c_contiguous else ', not contiguous'}")
     runtime.check_aligned("src", src)
-    ctas = 12 * cp.cuda.Device().attributes["MultiProcessorCount"] if ctas is None else ctas
-    check_args(src.nbytes, R, mode, chunk_bytes, stages, per_cta, ctas)
+    ctas = CTAS_PER_SM * cp.cuda.Device().attributes["MultiProcessorCount"] if ctas is None else ctas
+    check_args(src.nbytes, R, mode, chunk_bytes, stages, per_cta, ctas, lines)
+    lines = chunk_bytes // LINE if lines is None else lines
     smem = stages * chunk_bytes + runtime.ALIGN_SLACK
     k = runtime.kernel(f"feed_c{R}", smem)
     out = cp.full((ctas, CONSUMERS), np.nan, dtype=cp.float32)
     status = runtime._status()
     args = (src, np.int64(src.nbytes // chunk_bytes), np.uint32(chunk_bytes), np.int32(stages), np.int32(per_cta),
-            np.int32(MODES[mode]), out, status, np.uint64(runtime.TIMEOUT_NS))
+            np.int32(lines), np.int32(MODES[mode]), out, status, np.uint64(runtime.TIMEOUT_NS))
     return (lambda: k((ctas,), (THREADS,), args, shared_mem=smem)), out, status
 
 
-def feed_reference(src, R: int, chunk_bytes: int, per_cta: int, ctas: int):
+def feed_reference(src, R: int, chunk_bytes: int, per_cta: int, ctas: int, lines: int | None = None):
     """What ``out`` must hold (float64, ctas x 128): consumer thread ``t`` of a CTA in cluster
-    ``c`` sums, over chunks ``(c * per_cta + i) mod n_chunks``, the 16-byte pieces ``t, t + 128, ...``."""
+    ``c`` sums, over chunks ``(c * per_cta + i) mod n_chunks``, the 16-byte pieces ``t, t + 128, ...``
+    of the first ``lines`` lines (default: all) of each chunk."""
     import cupy as cp
     n_chunks = src.nbytes // chunk_bytes
-    per_thread = src.astype(cp.float64).reshape(n_chunks, chunk_bytes // LINE, CONSUMERS, 8).sum(axis=(1, 3))
+    lines = chunk_bytes // LINE if lines is None else lines
+    per_thread = src.astype(cp.float64).reshape(n_chunks, chunk_bytes // LINE, CONSUMERS, 8)[:, :lines].sum(axis=(1, 3))
     clusters = ctas // R
     idx = (cp.arange(clusters)[:, None] * per_cta + cp.arange(per_cta)[None, :]) % n_chunks
     return cp.repeat(per_thread[idx].sum(axis=1), R, axis=0)

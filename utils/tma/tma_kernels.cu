@@ -317,7 +317,9 @@ extern "C" __global__ void shared_read_at(const __grid_constant__ TensorMap map,
 // `per_cta` chunks of `chunk` bytes, starting at chunk `first = cluster id * per_cta`, taken
 // modulo the `n_chunks` of the source (a source smaller than L2 stays there). Warp 0 is the
 // producer; warps 1-4 consume each chunk from shared memory (a sum per thread, so the bytes
-// are really read) and free its buffer.
+// are really read) and free its buffer. `lines` (1 .. chunk / 2048) is how many 2 KiB lines of each
+// chunk the consumers read: all of them to sum every byte, 1 to measure what the SM can take in
+// when its own work is almost nothing (the copy still lands the whole chunk).
 //  * mode 0: every CTA loads the whole chunk into its own shared memory (R reads of each
 //    chunk from L2), and frees its own buffer.
 //  * mode 1 (multicast): CTA `rank` loads slice `rank` of the chunk ONCE for the whole cluster
@@ -356,7 +358,7 @@ __device__ __forceinline__ float half_to_float(unsigned bits) {   // no cuda_fp1
 }
 template <int R>
 __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_chunks, unsigned chunk,
-                                          int stages, int per_cta, int mode, float* out, int* status,
+                                          int stages, int per_cta, int lines, int mode, float* out, int* status,
                                           unsigned long long timeout_ns) {
   unsigned char* smem = smem_base();
   __shared__ __align__(8) unsigned long long full[8], empty[8];   // runtime.STATIC_SMEM bytes
@@ -392,7 +394,7 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
       bool landed = mbar_wait_bounded(smem_addr(&full[s]), (i / stages) & 1, timeout_ns);
       if (!__all_sync(0xffffffffu, landed)) { ok = false; break; }   // the whole warp leaves together
       const uint4* v = reinterpret_cast<const uint4*>(smem + s * chunk);
-      for (unsigned k = t; k < chunk / 16; k += 128) {
+      for (unsigned k = t; k < (unsigned)lines * 128u; k += 128) {
         uint4 q = v[k];
         unsigned w[4] = {q.x, q.y, q.z, q.w};
         for (int j = 0; j < 4; ++j) acc += half_to_float(w[j] & 0xffffu) + half_to_float(w[j] >> 16);
@@ -409,14 +411,14 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
   if (R > 1) cluster_sync_all();                          // no CTA leaves while peers may still write to it
 }
 extern "C" __global__ void __cluster_dims__(1, 1, 1) feed_c1(const unsigned char* src, long long n_chunks,
-    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
-  feed_body<1>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+    unsigned chunk, int stages, int per_cta, int lines, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<1>(src, n_chunks, chunk, stages, per_cta, lines, mode, out, status, timeout_ns);
 }
 extern "C" __global__ void __cluster_dims__(2, 1, 1) feed_c2(const unsigned char* src, long long n_chunks,
-    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
-  feed_body<2>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+    unsigned chunk, int stages, int per_cta, int lines, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<2>(src, n_chunks, chunk, stages, per_cta, lines, mode, out, status, timeout_ns);
 }
 extern "C" __global__ void __cluster_dims__(4, 1, 1) feed_c4(const unsigned char* src, long long n_chunks,
-    unsigned chunk, int stages, int per_cta, int mode, float* out, int* status, unsigned long long timeout_ns) {
-  feed_body<4>(src, n_chunks, chunk, stages, per_cta, mode, out, status, timeout_ns);
+    unsigned chunk, int stages, int per_cta, int lines, int mode, float* out, int* status, unsigned long long timeout_ns) {
+  feed_body<4>(src, n_chunks, chunk, stages, per_cta, lines, mode, out, status, timeout_ns);
 }
