@@ -178,6 +178,7 @@ def measure_intake_counters() -> list:
     for (source, mode), k in zip(names, kernels):
         s, cycles = k["gpu__time_duration.sum"] * 1e-9, k["sm__cycles_elapsed.avg"]
         rows.append(dict(name=f"intake, {source}, {mode}", metric="ms", value=s * 1e3, part="intake counters",
+                         shape=[INTAKE_SOURCES[source]], dtype="float16",
                          source=source, mode=mode, R=INTAKE_R, sm_clock_ghz=cycles / s / 1e9,
                          bytes_per_clock_per_sm=delivered / cycles / sms, l2_busy_pct=k[L2_PCT],
                          l2_bytes_measured=k["lts__t_bytes.sum"],
