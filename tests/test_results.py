@@ -2,6 +2,7 @@
 a notebook into an empty folder, and that recording needs a real GPU."""
 import json
 import pathlib
+import re
 
 import pytest
 import torch
@@ -225,3 +226,11 @@ def test_format_table_marks_host_bound_rows():
     text = plots.format_table([fine, starved])
     line = next(l for l in text.splitlines() if l.startswith("short kernel"))
     assert line.endswith("(host-bound *)") and "launch overhead" in text.splitlines()[-1]
+
+
+def test_commit_is_read_from_git_unless_course_commit_names_it(monkeypatch):
+    monkeypatch.delenv("COURSE_COMMIT", raising=False)
+    got = results._commit()
+    assert got == "unknown" or re.fullmatch(r"[0-9a-f]{12}(\+changes)?", got)
+    monkeypatch.setenv("COURSE_COMMIT", "c666ea4d0e1f")        # a tree copied to a GPU machine
+    assert results._commit() == "c666ea4d0e1f"

@@ -94,7 +94,11 @@ def _driver() -> str:
 
 
 def _commit() -> str:
-    """The course's git commit (``+changes`` when the tree differs from it), or "unknown"."""
+    """The course's git commit (``+changes`` when the tree differs from it), or "unknown".
+    ``$COURSE_COMMIT`` overrides it where the machine's git cannot say: a tree copied to a GPU
+    machine without its history (the recording script sets it to the commit it copied)."""
+    if os.environ.get("COURSE_COMMIT"):
+        return os.environ["COURSE_COMMIT"]
     try:
         git = ["git", "-C", str(ROOT)]
         head = subprocess.run(git + ["rev-parse", "--short=12", "HEAD"], capture_output=True,

@@ -33,7 +33,7 @@ INTAKE_SOURCES = {"hot source (64 KiB)": 64 << 10, "L2-resident source (16 MiB)"
 INTAKE_MODES = ("each loads", "cluster release", "multicast")
 INTAKE_R = 2
 INTAKE_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg", L2_PCT, "lts__t_bytes.sum",
-                  "l1tex__m_xbar2l1tex_read_bytes.sum")
+                  "l1tex__m_xbar2l1tex_read_bytes.sum")   # + the L2 request coalescer's (counters.LRC)
 
 
 def feed_name(R: int, mode: str) -> str:
@@ -158,17 +158,21 @@ def intake_once() -> None:
 
 def measure_intake_counters() -> list:
     """One row per intake launch under ncu (``part="intake counters"``, ``value`` = ms): the SM clock
-    it ran at, bytes per cycle per SM (delivered bytes / cycles / SMs), L2 busy % and bytes, and the
-    bytes the SMs took in from the L2 side (``l1tex__m_xbar2l1tex_read_bytes``)."""
+    it ran at, bytes per cycle per SM (delivered bytes / cycles / SMs), L2 busy % and bytes, the
+    bytes the SMs took in from the L2 side (``l1tex__m_xbar2l1tex_read_bytes``), and the L2 request
+    coalescer's split of them (``counters.lrc_bytes``: read from L2, merged by hardware, served by
+    multicast)."""
     import pathlib
     import sys
     import cupy as cp
     from ..core import ncu
+    from ..cute_dsl import counters
     from ..tma import feed
     root = pathlib.Path(__file__).resolve().parents[2]
     names = [(s, m) for s in INTAKE_SOURCES for m in INTAKE_MODES]
     kernels = ncu.profile([sys.executable, "-c", "from utils.day05 import multicast_measure as m; m.intake_once()"],
-                          "feed_c", metrics=INTAKE_METRICS, cwd=root, launch_count=len(names))
+                          "feed_c", metrics=(*INTAKE_METRICS, *counters.LRC.values()), cwd=root,
+                          launch_count=len(names))
     if len(kernels) != len(names):
         raise RuntimeError(f"expected {len(names)} feed launches, ncu saw {len(kernels)}")
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -182,7 +186,8 @@ def measure_intake_counters() -> list:
                          source=source, mode=mode, R=INTAKE_R, sm_clock_ghz=cycles / s / 1e9,
                          bytes_per_clock_per_sm=delivered / cycles / sms, l2_busy_pct=k[L2_PCT],
                          l2_bytes_measured=k["lts__t_bytes.sum"],
-                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], delivered_bytes=delivered))
+                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], delivered_bytes=delivered,
+                         **counters.lrc_bytes(k)))
     for r in rows:
         base = next(q for q in rows if q["source"] == r["source"] and q["mode"] == "each loads")
         r.update(reference=base["name"], reference_value=base["value"], ratio=base["value"] / r["value"])
