@@ -186,7 +186,7 @@ def measure_intake_counters() -> list:
                          source=source, mode=mode, R=INTAKE_R, sm_clock_ghz=cycles / s / 1e9,
                          bytes_per_clock_per_sm=delivered / cycles / sms, l2_busy_pct=k[L2_PCT],
                          l2_bytes_measured=k["lts__t_bytes.sum"],
-                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], delivered_bytes=delivered,
+                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], smem_bytes=delivered,
                          **counters.lrc_bytes(k)))
     for r in rows:
         base = next(q for q in rows if q["source"] == r["source"] and q["mode"] == "each loads")
