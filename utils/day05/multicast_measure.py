@@ -32,8 +32,9 @@ INTAKE = dict(chunk_bytes=16384, stages=2, per_cta=32, lines=1)
 INTAKE_SOURCES = {"hot source (64 KiB)": 64 << 10, "L2-resident source (16 MiB)": 16 << 20}
 INTAKE_MODES = ("each loads", "cluster release", "multicast")
 INTAKE_R = 2
+INTAKE_PCT = "l1tex__m_xbar2l1tex_read_bytes.sum.pct_of_peak_sustained_elapsed"   # the SMs' intake port
 INTAKE_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg", L2_PCT, "lts__t_bytes.sum",
-                  "l1tex__m_xbar2l1tex_read_bytes.sum")   # + the L2 request coalescer's (counters.LRC)
+                  "l1tex__m_xbar2l1tex_read_bytes.sum", INTAKE_PCT)   # + the L2 request coalescer's (counters.LRC)
 
 
 def feed_name(R: int, mode: str) -> str:
@@ -159,7 +160,8 @@ def intake_once() -> None:
 def measure_intake_counters() -> list:
     """One row per intake launch under ncu (``part="intake counters"``, ``value`` = ms): the SM clock
     it ran at, bytes per cycle per SM (delivered bytes / cycles / SMs), L2 busy % and bytes, the
-    bytes the SMs took in from the L2 side (``l1tex__m_xbar2l1tex_read_bytes``), and the L2 request
+    bytes the SMs took in from the L2 side (``l1tex__m_xbar2l1tex_read_bytes``) and that port's
+    % of its peak (``intake_busy_pct``), and the L2 request
     coalescer's split of them (``counters.lrc_bytes``: read from L2, merged by hardware, served by
     multicast)."""
     import pathlib
@@ -185,6 +187,7 @@ def measure_intake_counters() -> list:
                          shape=[INTAKE_SOURCES[source]], dtype="float16",
                          source=source, mode=mode, R=INTAKE_R, sm_clock_ghz=cycles / s / 1e9,
                          bytes_per_clock_per_sm=delivered / cycles / sms, l2_busy_pct=k[L2_PCT],
+                         intake_busy_pct=k[INTAKE_PCT],
                          l2_bytes_measured=k["lts__t_bytes.sum"],
                          intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], smem_bytes=delivered,
                          **counters.lrc_bytes(k)))
