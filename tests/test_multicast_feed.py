@@ -16,7 +16,7 @@ import pytest
 import utils
 
 utils.setup(quiet=True)
-from utils.core import ptx  # noqa: E402
+from utils.core import ptx, results as results_mod  # noqa: E402
 from utils.cute_dsl.gemm import TILES, TmaGemm, ptx_of  # noqa: E402
 from utils.day05 import multicast_measure as mm  # noqa: E402
 from utils.tma import feed, runtime  # noqa: E402
@@ -400,3 +400,38 @@ def test_the_fenced_arrive_is_a_gpu_wide_barrier_in_sass(feed_sass, name, R):
     assert sum(feed.REMOTE_ARRIVE_SASS in i for i in release) == 2 * R        # plain and fenced, per peer
     assert sum("MEMBAR.ALL.GPU" in i for i in release) == R                   # only on the fenced side
     assert not any(feed.REMOTE_ARRIVE_SASS in i for i in feed_sass["feed_c1"])
+
+
+def _row(name, part):
+    return dict(name=name, metric="ms", value=1.0, reference=name, reference_value=1.0, ratio=1.0,
+                shape=[1], dtype="float16", part=part)
+
+
+def _recording(folder, device, date, parts):
+    import json
+    (folder / results_mod.device_slug(device)).mkdir(parents=True)
+    rows = [_row(f"{p} row", p) for p in parts]
+    (folder / results_mod.device_slug(device) / f"{mm.STEM}.json").write_text(
+        json.dumps(dict(device=device, date=date, rows=rows)))
+
+
+def test_intake_rows_come_from_the_shown_recording_when_it_has_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    rows = [_row("f", "feed"), _row("i", "intake"), _row("c", "intake counters")]
+    assert mm.intake_rows(rows, "shown") == (rows[1:], "shown")
+
+
+def test_intake_rows_fall_back_to_the_latest_recording_that_has_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    _recording(tmp_path, "NVIDIA H100 80GB HBM3", "2026-11-25T12:00:00", ("feed", "intake", "intake counters"))
+    _recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", ("feed",))            # newer, made before the intake
+    got, label = mm.intake_rows([_row("f", "feed")], "recorded on NVIDIA H200")
+    assert [r["part"] for r in got] == ["intake", "intake counters"]
+    assert label.startswith("the intake: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
+
+
+def test_intake_rows_refuse_when_no_recording_has_them(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    _recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", ("feed",))
+    with pytest.raises(LookupError, match="holds the intake"):
+        mm.intake_rows([_row("f", "feed")], "x")

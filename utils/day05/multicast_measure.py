@@ -197,6 +197,22 @@ def measure_intake_counters() -> list:
     return rows
 
 
+def intake_rows(rows: list, label: str) -> tuple[list, str]:
+    """The intake rows (both parts) of ``rows`` and its ``label``; if ``rows`` has none (a recording
+    made before the intake was added), those of the most recent recording that has them, and that
+    recording's label. Raises LookupError if no recording has them."""
+    from ..core import results
+    parts = ("intake", "intake counters")
+    got = [r for r in rows if r.get("part") in parts]
+    if got:
+        return got, label
+    docs = [d for d in results.documents(STEM) if any(r.get("part") == "intake" for r in d["rows"])]
+    if not docs:
+        raise LookupError(f"no recording of {STEM!r} holds the intake: record it on a Hopper GPU")
+    doc = max(docs, key=lambda d: d["date"])
+    return [r for r in doc["rows"] if r.get("part") in parts], f"the intake: {results.label(doc)}"
+
+
 def run_gemm(a, b, c, name: str):
     """c = a @ b.T with GEMM variant ``name`` (torch CUDA tensors, a: M x K, b: N x K)."""
     from ..cute_dsl.gemm import TmaGemm, operands, run_cached
