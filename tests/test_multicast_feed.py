@@ -8,6 +8,7 @@
   pipeline's release mode and the CTAs sharing each tile, and the PTX with and without multicast;
 * utils.day05.multicast_measure: the GEMM variants, the feed names, the two source sizes.
 """
+import pathlib
 import types
 
 import numpy as np
@@ -18,7 +19,7 @@ import utils
 utils.setup(quiet=True)
 from utils.core import ptx, results as results_mod  # noqa: E402
 from utils.cute_dsl.gemm import TILES, TmaGemm, ptx_of  # noqa: E402
-from utils.day05 import multicast_measure as mm  # noqa: E402
+from utils.day05 import intake_measure as im, multicast_measure as mm  # noqa: E402
 from utils.tma import feed, runtime  # noqa: E402
 
 KiB, MiB = 1024, 1 << 20
@@ -99,7 +100,8 @@ def test_check_args_accepts_good_launches(change):
 def test_feed_geometry():
     assert feed.LINE == 16 * feed.CONSUMERS == 2048      # one 16-byte read per consumer thread
     assert feed.THREADS == 32 + 128                       # a producer warp, four consumer warps
-    assert feed.MODES == {"each loads": 0, "multicast": 1, "cluster release": 2, "cluster release, fenced arrive": 3}
+    assert feed.MODES == {"each loads": 0, "multicast": 1, "cluster release": 2, "cluster release, fenced arrive": 3,
+                          "each loads, out of step": 4}
     assert feed.CLUSTERS == (1, 2, 4)
 
 
@@ -282,7 +284,7 @@ def test_feed_names():
     names = [mm.feed_name(R, m) for R in (1, 2, 4) for m in mm.FEED_MODES]
     assert len(set(names)) == len(names)
     assert mm.feed_name(2, "multicast") == "cluster of 2, multicast"
-    assert set(mm.FEED_MODES) == set(feed.MODES)
+    assert set(mm.FEED_MODES) | {im.OOS} == set(feed.MODES)
 
 
 def test_regimes_one_in_l2_one_far_beyond():
@@ -300,19 +302,44 @@ def test_the_measured_feed_launches_pass_the_rules(nbytes, R, mode):
     feed.check_args(nbytes, R, mode, ctas=feed.CTAS_PER_SM * 132, **mm.FEED)
 
 
-@pytest.mark.parametrize("nbytes", list(mm.INTAKE_SOURCES.values()))
-@pytest.mark.parametrize("mode", mm.INTAKE_MODES)
-def test_the_intake_launches_pass_the_rules(nbytes, mode):
-    feed.check_args(nbytes, mm.INTAKE_R, mode, ctas=feed.CTAS_PER_SM * 132, **mm.INTAKE)
+@pytest.mark.parametrize("part", ["intake", "out of step"])
+def test_the_light_feed_launches_pass_the_rules(part):
+    for _, nbytes, R, modes in im.cases(part):
+        for mode in modes:
+            feed.check_args(nbytes, R, mode, ctas=feed.CTAS_PER_SM * 132, **im.LIGHT)
 
 
-def test_the_intake_reads_one_line_from_a_hot_and_an_l2_source():
-    assert mm.INTAKE["lines"] == 1 < mm.INTAKE["chunk_bytes"] // feed.LINE     # the consumers barely work
-    hot, l2 = sorted(mm.INTAKE_SOURCES.values())
-    assert hot // mm.INTAKE["chunk_bytes"] <= mm.INTAKE["per_cta"]            # every cluster reads all of it
-    assert l2 == mm.REGIMES["L2-resident source (16 MiB)"]                     # the feed's L2 source
-    assert set(mm.INTAKE_MODES) <= set(mm.FEED_MODES)
-    assert mm.L2_PCT in mm.INTAKE_METRICS and "l1tex__m_xbar2l1tex_read_bytes.sum" in mm.INTAKE_METRICS
+def test_the_light_feed_reads_one_line_of_each_chunk():
+    assert im.LIGHT["lines"] == 1 < im.LIGHT["chunk_bytes"] // feed.LINE       # the consumers barely work
+    hot, l2 = sorted(im.INTAKE_SOURCES.values())
+    assert hot // im.LIGHT["chunk_bytes"] <= im.LIGHT["per_cta"]              # every cluster reads all of it
+    assert im.INTAKE_SOURCES["L2-resident source (16 MiB)"] == mm.REGIMES["L2-resident source (16 MiB)"]
+    assert im.OOS_SOURCES == mm.REGIMES                                        # from L2 and from DRAM
+
+
+def test_cases_and_profiled_launches():
+    assert [c[:3] for c in im.cases("intake")] == [("hot source (64 KiB)", 64 << 10, 2), ("L2-resident source (16 MiB)", 16 << 20, 2)]
+    oos = im.cases("out of step")
+    assert {(s, R) for s, _, R, _ in oos} == {(s, R) for s in im.OOS_SOURCES for R in (2, 4)}
+    assert all(modes[0] == im.OOS and "multicast" in modes and "each loads" in modes for *_, modes in oos)
+    assert len(im.profiled("intake")) == 6
+    assert [(R, m) for _, _, R, m in im.profiled("out of step")] == [(2, m) for m in im.OOS_MODES] * 2
+    with pytest.raises(ValueError, match="part must be 'intake' or 'out of step'"):
+        im.cases("feed")
+
+
+def test_row_names():
+    assert im.row_name("intake", "hot source (64 KiB)", 2, "multicast") == "intake, hot source (64 KiB), multicast"
+    assert im.row_name("out of step", "DRAM source (1 GiB)", 4, im.OOS) == \
+        "out of step, DRAM source (1 GiB), R = 4, each loads, out of step"
+
+
+def test_the_out_of_step_mode_is_each_loads_with_the_chunk_order_rotated(feed_bodies):
+    body = feed_bodies["feed_c2"]
+    assert "multicast::cluster" in body                       # the same kernel; mode 4 is a branch in it
+    src = (pathlib.Path(utils.__file__).parent / "tma" / "tma_kernels.cu").read_text()
+    assert "mode == 4 ? (i + (long long)rank * (per_cta / R)) % per_cta : i" in src
+    assert "cluster_free = mode >= 1 && mode <= 3" in src     # out of step frees its own buffers, as mode 0
 
 
 def test_the_barriers_count_against_shared_memory():
@@ -415,23 +442,23 @@ def _recording(folder, device, date, parts):
         json.dumps(dict(device=device, date=date, rows=rows)))
 
 
-def test_intake_rows_come_from_the_shown_recording_when_it_has_them(tmp_path, monkeypatch):
+def test_part_rows_come_from_the_shown_recording_when_it_has_them(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     rows = [_row("f", "feed"), _row("i", "intake"), _row("c", "intake counters")]
-    assert mm.intake_rows(rows, "shown") == (rows[1:], "shown")
+    assert im.part_rows(rows, "intake", "shown") == (rows[1:], "shown")
 
 
-def test_intake_rows_fall_back_to_the_latest_recording_that_has_them(tmp_path, monkeypatch):
+def test_part_rows_fall_back_to_the_latest_recording_that_has_them(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     _recording(tmp_path, "NVIDIA H100 80GB HBM3", "2026-11-25T12:00:00", ("feed", "intake", "intake counters"))
     _recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", ("feed",))            # newer, made before the intake
-    got, label = mm.intake_rows([_row("f", "feed")], "recorded on NVIDIA H200")
+    got, label = im.part_rows([_row("f", "feed")], "intake", "recorded on NVIDIA H200")
     assert [r["part"] for r in got] == ["intake", "intake counters"]
-    assert label.startswith("the intake: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
+    assert label.startswith("intake: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
 
 
-def test_intake_rows_refuse_when_no_recording_has_them(tmp_path, monkeypatch):
+def test_part_rows_refuse_when_no_recording_has_them(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     _recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", ("feed",))
-    with pytest.raises(LookupError, match="holds the intake"):
-        mm.intake_rows([_row("f", "feed")], "x")
+    with pytest.raises(LookupError, match="holds the 'intake' rows"):
+        im.part_rows([_row("f", "feed")], "intake", "x")

@@ -7,9 +7,8 @@ Two experiments, one change at a time:
   must (the coupling alone), first with cluster-scope release arrives, then with the plain ones
   CUTLASS uses; or through multicast (L2 serves each chunk once). Sources that stay
   in L2 (16 MiB) and that come from DRAM (1 GiB). GB/s counts the bytes delivered to shared memory.
-* **The intake**: the feed with consumers that read one line of each chunk, so the SM's own work
-  is almost nothing: what one SM can take in, with L2's load under ncu, from a hot 64 KiB source
-  and from the L2-resident one.
+* **The intake** and **out of step** (``intake_measure``): the feed with consumers that barely
+  read, so each SM only receives; and with the CTAs of a cluster out of step, where multicast pays.
 * **The GEMM**: ``TmaGemm`` with 128 x 128 and 128 x 256 tiles in clusters (2, 1) and (1, 2),
   with and without multicast (same cluster, same tile order: only the loads change), and the
   (1, 1) kernel; sustained timing against cuBLAS, then the L2 counters under ncu.
@@ -25,16 +24,6 @@ FEED_MODES = ("each loads", "cluster release, fenced arrive", "cluster release",
 GEMM_TILES = ((128, 128, 64), (128, 256, 64))
 GEMM_CLUSTERS = ((2, 1), (1, 2))
 L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
-# The intake: the feed with consumers that read one 2 KiB line of each 16 KiB chunk (the copy still
-# lands all of it), two stages (more CTAs per SM), clusters of two. A "hot" source of four chunks
-# that every cluster reads, and the L2-resident one of the feed.
-INTAKE = dict(chunk_bytes=16384, stages=2, per_cta=32, lines=1)
-INTAKE_SOURCES = {"hot source (64 KiB)": 64 << 10, "L2-resident source (16 MiB)": 16 << 20}
-INTAKE_MODES = ("each loads", "cluster release", "multicast")
-INTAKE_R = 2
-INTAKE_PCT = "l1tex__m_xbar2l1tex_read_bytes.sum.pct_of_peak_sustained_elapsed"   # the SMs' intake port
-INTAKE_METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg", L2_PCT, "lts__t_bytes.sum",
-                  "l1tex__m_xbar2l1tex_read_bytes.sum", INTAKE_PCT)   # + the L2 request coalescer's (counters.LRC)
 
 
 def feed_name(R: int, mode: str) -> str:
@@ -96,123 +85,6 @@ def measure_feed(clusters=(2, 4), reps: int = 50) -> list:
     return rows
 
 
-def _intake_source(nbytes: int):
-    """The fp16 source on the GPU, made on the host (no kernel launch: ncu counts only the feed's)."""
-    import cupy as cp
-    import numpy as np
-    return cp.asarray(np.random.default_rng(0).standard_normal(nbytes // 2).astype(np.float16))
-
-
-def measure_intake(reps: int = 50) -> list:
-    """Rows (``part="intake"``, GB/s delivered to shared memory) of the light-consumer feed, per
-    source and mode, each output checked first; ``bytes_per_clock_per_sm`` at the SM's top clock
-    (an upper bound on the clock, so a lower bound on the bytes per cycle)."""
-    import cupy as cp
-    from ..tma import feed
-    dev = cp.cuda.Device()
-    sms, ghz = dev.attributes["MultiProcessorCount"], dev.attributes["ClockRate"] / 1e6
-    rows = []
-    for source, nbytes in INTAKE_SOURCES.items():
-        src = _intake_source(nbytes)
-        made = {m: feed.feed_launcher(src, INTAKE_R, m, **INTAKE) for m in INTAKE_MODES}
-        ctas = next(iter(made.values()))[1].shape[0]
-        want = feed.feed_reference(src, INTAKE_R, INTAKE["chunk_bytes"], INTAKE["per_cta"], ctas, INTAKE["lines"])
-
-        def check(name, out, ref, want=want, made=made):
-            cp.cuda.runtime.deviceSynchronize()
-            if int(made[name][2].get()[0]):
-                raise RuntimeError(f"intake, {name}: a bounded mbarrier wait fired (a stage never completed)")
-            feed.check_out(out, want, f"intake, {name}")
-
-        def reset(made=made):
-            for _, out, _ in made.values():
-                out.fill(float("nan"))
-        contenders = {m: (lambda m=m: (made[m][0](), made[m][1])[1]) for m in INTAKE_MODES}
-        delivered = feed.delivered_bytes(INTAKE["chunk_bytes"], INTAKE["per_cta"], ctas)
-        got = bench.compare(lambda: (), contenders, reference="each loads", metric="GB/s", amount=delivered,
-                            shape=[nbytes], dtype="float16", check=check, reset=reset, reps=reps)
-        for r in got:
-            r.update(part="intake", source=source, R=INTAKE_R, mode=r["name"], sms=sms, top_clock_ghz=ghz,
-                     bytes_per_clock_per_sm=r["value"] / sms / ghz,
-                     l2_bytes=feed.l2_bytes(INTAKE_R, r["name"], INTAKE["chunk_bytes"], INTAKE["per_cta"], ctas))
-            r["name"] = f"intake, {source}, {r['name']}"
-        rows += got
-    return rows
-
-
-def intake_once() -> None:
-    """The profiled process: each intake launch once per source, then checked."""
-    import cupy as cp
-    from ..tma import feed
-    for nbytes in INTAKE_SOURCES.values():
-        src = _intake_source(nbytes)
-        for m in INTAKE_MODES:
-            launch, out, status = feed.feed_launcher(src, INTAKE_R, m, **INTAKE)
-            launch()
-            cp.cuda.runtime.deviceSynchronize()
-            if int(status.get()[0]):
-                raise RuntimeError(f"intake, {m}: a bounded mbarrier wait fired")
-            want = feed.feed_reference(src, INTAKE_R, INTAKE["chunk_bytes"], INTAKE["per_cta"], out.shape[0],
-                                       INTAKE["lines"])
-            feed.check_out(out, want, f"intake, {m}")
-
-
-def measure_intake_counters() -> list:
-    """One row per intake launch under ncu (``part="intake counters"``, ``value`` = ms): the SM clock
-    it ran at, bytes per cycle per SM (delivered bytes / cycles / SMs), L2 busy % and bytes, the
-    bytes the SMs took in from the L2 side (``l1tex__m_xbar2l1tex_read_bytes``) and that port's
-    % of its peak (``intake_busy_pct``), and the L2 request
-    coalescer's split of them (``counters.lrc_bytes``: read from L2, merged by hardware, served by
-    multicast)."""
-    import pathlib
-    import sys
-    import cupy as cp
-    from ..core import ncu
-    from ..cute_dsl import counters
-    from ..tma import feed
-    root = pathlib.Path(__file__).resolve().parents[2]
-    names = [(s, m) for s in INTAKE_SOURCES for m in INTAKE_MODES]
-    kernels = ncu.profile([sys.executable, "-c", "from utils.day05 import multicast_measure as m; m.intake_once()"],
-                          "feed_c", metrics=(*INTAKE_METRICS, *counters.LRC.values()), cwd=root,
-                          launch_count=len(names))
-    if len(kernels) != len(names):
-        raise RuntimeError(f"expected {len(names)} feed launches, ncu saw {len(kernels)}")
-    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
-    ctas = feed.CTAS_PER_SM * sms
-    delivered = feed.delivered_bytes(INTAKE["chunk_bytes"], INTAKE["per_cta"], ctas)
-    rows = []
-    for (source, mode), k in zip(names, kernels):
-        s, cycles = k["gpu__time_duration.sum"] * 1e-9, k["sm__cycles_elapsed.avg"]
-        rows.append(dict(name=f"intake, {source}, {mode}", metric="ms", value=s * 1e3, part="intake counters",
-                         shape=[INTAKE_SOURCES[source]], dtype="float16",
-                         source=source, mode=mode, R=INTAKE_R, sm_clock_ghz=cycles / s / 1e9,
-                         bytes_per_clock_per_sm=delivered / cycles / sms, l2_busy_pct=k[L2_PCT],
-                         intake_busy_pct=k[INTAKE_PCT],
-                         l2_bytes_measured=k["lts__t_bytes.sum"],
-                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], smem_bytes=delivered,
-                         **counters.lrc_bytes(k)))
-    for r in rows:
-        base = next(q for q in rows if q["source"] == r["source"] and q["mode"] == "each loads")
-        r.update(reference=base["name"], reference_value=base["value"], ratio=base["value"] / r["value"])
-    return rows
-
-
-def intake_rows(rows: list, label: str) -> tuple[list, str]:
-    """The intake rows (both parts) of ``rows`` and its ``label``; if ``rows`` has none (a recording
-    made before the intake was added), those of the most recent recording that has them, and that
-    recording's label. Raises LookupError if no recording has them."""
-    from ..core import results
-    parts = ("intake", "intake counters")
-    got = [r for r in rows if r.get("part") in parts]
-    if got:
-        return got, label
-    docs = [d for d in results.documents(STEM) if any(r.get("part") == "intake" for r in d["rows"])]
-    if not docs:
-        raise LookupError(f"no recording of {STEM!r} holds the intake: record it on a Hopper GPU")
-    doc = max(docs, key=lambda d: d["date"])
-    return [r for r in doc["rows"] if r.get("part") in parts], f"the intake: {results.label(doc)}"
-
-
 def run_gemm(a, b, c, name: str):
     """c = a @ b.T with GEMM variant ``name`` (torch CUDA tensors, a: M x K, b: N x K)."""
     from ..cute_dsl.gemm import TmaGemm, operands, run_cached
@@ -255,7 +127,8 @@ def measure_gemm_counters(n: int = 8192) -> list:
 
 def measure() -> list:
     """Everything §7 records."""
-    return measure_feed() + measure_intake() + measure_intake_counters() + measure_gemm() + measure_gemm_counters()
+    from . import intake_measure
+    return measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
 
 
 def plot(feed_rows: list, gemm_rows: list, label: str = ""):

@@ -25,7 +25,7 @@ from . import runtime
 
 CLUSTERS = (1, 2, 4)
 MODES = {"each loads": 0, "multicast": 1, "cluster release": 2,     # the kernel's `mode` argument
-         "cluster release, fenced arrive": 3}
+         "cluster release, fenced arrive": 3, "each loads, out of step": 4}
 CONSUMERS = 128              # consumer threads per CTA (warps 1-4); warp 0 is the producer
 THREADS = 32 + CONSUMERS
 LINE = 16 * CONSUMERS        # bytes one pass of the consumers reads (one uint4 each)

@@ -330,6 +330,9 @@ extern "C" __global__ void shared_read_at(const __grid_constant__ TensorMap map,
 //  * mode 3: as mode 2, but each remote arrive carries `.release.cluster` (a cluster-scope release,
 //    the fenced form the course first used). Modes 1 and 2 arrive as the course's CuteDSL GEMM
 //    (CUTLASS's pipeline) does: `mbarrier.arrive.shared::cluster.b64` with the default semantics.
+//  * mode 4: as mode 0, but out of step: CTA `rank` takes the cluster's chunks starting
+//    `rank * per_cta / R` chunks later (wrapping round), so the CTAs of a cluster never ask for
+//    the same chunk at the same time (the same chunks in all, so the same sums).
 // out[global CTA][thread] = that thread's sum; every wait is bounded (status = 1).
 __device__ __forceinline__ unsigned cluster_rank() {
   unsigned r; asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(r)); return r;
@@ -365,7 +368,8 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const unsigned rank = R > 1 ? cluster_rank() : 0;
   const long long first = (long long)(R > 1 ? cluster_id() : blockIdx.x) * per_cta;
-  const int freeers = mode ? 4 * R : 4;              // consumer warps that free each buffer
+  const bool cluster_free = mode >= 1 && mode <= 3;  // a buffer is freed by every CTA's consumers
+  const int freeers = cluster_free ? 4 * R : 4;      // consumer warps that free each buffer
   if (threadIdx.x == 0)
     for (int s = 0; s < stages; ++s) { mbar_init(smem_addr(&full[s]), 1); mbar_init(smem_addr(&empty[s]), freeers); }
   if (R > 1) cluster_sync_all(); else __syncthreads();    // barriers ready before any peer's copy
@@ -377,7 +381,8 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
         int s = i % stages;
         if (i >= stages && !mbar_wait_bounded(smem_addr(&empty[s]), ((i / stages) + 1) & 1, timeout_ns)) ok = false;
         if (!ok) break;
-        const unsigned char* g = src + ((first + i) % n_chunks) * chunk;
+        const long long j = mode == 4 ? (i + (long long)rank * (per_cta / R)) % per_cta : i;
+        const unsigned char* g = src + ((first + j) % n_chunks) * chunk;
         mbar_expect_tx(smem_addr(&full[s]), chunk);       // the whole chunk lands here either way
         if (R > 1 && mode == 1)                           // compiled out of feed_c1
           bulk_load_multicast(smem_addr(smem + s * chunk + rank * slice), g + rank * slice, slice,
@@ -401,7 +406,7 @@ __device__ __forceinline__ void feed_body(const unsigned char* src, long long n_
       }
       __syncwarp();
       if (lane == 0) {
-        if (R > 1 && mode) { for (int r = 0; r < R; ++r) mbar_arrive_in(smem_addr(&empty[s]), r, mode == 3); }
+        if (R > 1 && cluster_free) { for (int r = 0; r < R; ++r) mbar_arrive_in(smem_addr(&empty[s]), r, mode == 3); }
         else asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(smem_addr(&empty[s])) : "memory");
       }
     }

@@ -1,0 +1,166 @@
+"""Day 5 · 05, §7: what an SM takes in, and when multicast pays (Hopper only; the feed kernel of
+``utils/tma/feed.py`` with consumers that read one 2 KiB line of each 16 KiB chunk, so each SM does
+almost nothing but receive; the copy still lands every byte).
+
+* **The intake**: clusters of two from a hot 64 KiB source (four chunks every cluster reads) and
+  from an L2-resident 16 MiB one: each CTA loads, the cluster-wide release alone, multicast.
+* **Out of step**: the same, but CTA ``rank`` of a cluster takes the cluster's chunks starting
+  ``rank * per_cta / R`` later, so the CTAs never ask for the same chunk at the same time and the
+  hardware cannot merge their reads; against CTAs in step and multicast, from L2 and from DRAM,
+  clusters of 2 and 4.
+
+Each part is timed (GB/s delivered to shared memory, contenders interleaved, every output checked
+against a float64 sum first) and then run once under Nsight Compute: the SM clock, bytes per cycle
+per SM, L2 and DRAM busy %, the bytes the SMs took in and how busy that port was, DRAM bytes, and
+how Hopper's L2 request coalescer served the bytes (read from L2, merged by hardware, served by
+multicast). The rows go to notebook 05's ``05_gemm_ladder_multicast`` results file.
+"""
+from __future__ import annotations
+
+from ..core import bench
+from .multicast_measure import L2_PCT, STEM
+
+LIGHT = dict(chunk_bytes=16384, stages=2, per_cta=32, lines=1)   # one line read per chunk, 2 stages
+INTAKE_SOURCES = {"hot source (64 KiB)": 64 << 10, "L2-resident source (16 MiB)": 16 << 20}
+INTAKE_MODES = ("each loads", "cluster release", "multicast")
+INTAKE_R = 2
+OOS = "each loads, out of step"
+OOS_SOURCES = {"L2-resident source (16 MiB)": 16 << 20, "DRAM source (1 GiB)": 1 << 30}
+OOS_MODES = (OOS, "each loads", "multicast")           # ratios against the first
+OOS_R = (2, 4)
+OOS_COUNTERS_R = 2                                      # the ncu pass: clusters of two
+PORT_PCT = "l1tex__m_xbar2l1tex_read_bytes.sum.pct_of_peak_sustained_elapsed"   # the SMs' intake port
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg", L2_PCT, DRAM_PCT, PORT_PCT,
+           "l1tex__m_xbar2l1tex_read_bytes.sum", "dram__bytes_read.sum")   # + counters.LRC
+
+
+def row_name(part: str, source: str, R: int, mode: str) -> str:
+    """``"intake, hot source (64 KiB), multicast"`` or ``"out of step, DRAM source (1 GiB), R = 4, multicast"``."""
+    return f"intake, {source}, {mode}" if part == "intake" else f"{part}, {source}, R = {R}, {mode}"
+
+
+def cases(part: str) -> list:
+    """``(source, nbytes, R, modes)`` per timed comparison of ``part`` ("intake" or "out of step")."""
+    if part == "intake":
+        return [(s, n, INTAKE_R, INTAKE_MODES) for s, n in INTAKE_SOURCES.items()]
+    if part == "out of step":
+        return [(s, n, R, OOS_MODES) for s, n in OOS_SOURCES.items() for R in OOS_R]
+    raise ValueError(f"part must be 'intake' or 'out of step', got {part!r}")
+
+
+def profiled(part: str) -> list:
+    """``(source, nbytes, R, mode)`` per launch of ``part`` under ncu, in launch order."""
+    keep = (lambda R: True) if part == "intake" else (lambda R: R == OOS_COUNTERS_R)
+    return [(s, n, R, m) for s, n, R, modes in cases(part) if keep(R) for m in modes]
+
+
+def _source(nbytes: int):
+    """The fp16 source on the GPU, made on the host (no kernel launch: ncu counts only the feed's)."""
+    import cupy as cp
+    import numpy as np
+    return cp.asarray(np.random.default_rng(0).standard_normal(nbytes // 2).astype(np.float16))
+
+
+def _checked(src, R: int, mode: str, what: str):
+    """``(launch, out, check)``: the feed launcher, and a check of ``out`` against float64 after a run."""
+    import cupy as cp
+    from ..tma import feed
+    launch, out, status = feed.feed_launcher(src, R, mode, **LIGHT)
+    want = feed.feed_reference(src, R, LIGHT["chunk_bytes"], LIGHT["per_cta"], out.shape[0], LIGHT["lines"])
+
+    def check():
+        cp.cuda.runtime.deviceSynchronize()
+        if int(status.get()[0]):
+            raise RuntimeError(f"{what}: a bounded mbarrier wait fired (a stage never completed)")
+        feed.check_out(out, want, what)
+    return launch, out, check
+
+
+def measure(part: str, reps: int = 50) -> list:
+    """Rows (``part``, GB/s delivered to shared memory) per case and mode, ratios against the first
+    mode of the case; ``bytes_per_clock_per_sm`` at the SM's top clock (a lower bound per cycle)."""
+    import cupy as cp
+    from ..tma import feed
+    dev = cp.cuda.Device()
+    sms, ghz = dev.attributes["MultiProcessorCount"], dev.attributes["ClockRate"] / 1e6
+    rows = []
+    for source, nbytes, R, modes in cases(part):
+        src = _source(nbytes)
+        made = {m: _checked(src, R, m, row_name(part, source, R, m)) for m in modes}
+        contenders = {m: (lambda m=m: (made[m][0](), made[m][1])[1]) for m in modes}
+        ctas = made[modes[0]][1].shape[0]
+        got = bench.compare(lambda: (), contenders, reference=modes[0], metric="GB/s",
+                            amount=feed.delivered_bytes(LIGHT["chunk_bytes"], LIGHT["per_cta"], ctas),
+                            shape=[nbytes], dtype="float16", check=lambda name, out, ref: made[name][2](),
+                            reset=lambda: [m[1].fill(float("nan")) for m in made.values()], reps=reps)
+        for r in got:
+            r.update(part=part, source=source, R=R, mode=r["name"], sms=sms, top_clock_ghz=ghz,
+                     bytes_per_clock_per_sm=r["value"] / sms / ghz,
+                     l2_bytes=feed.l2_bytes(R, r["name"], LIGHT["chunk_bytes"], LIGHT["per_cta"], ctas),
+                     reference=row_name(part, source, R, modes[0]), name=row_name(part, source, R, r["name"]))
+        rows += got
+    return rows
+
+
+def run_once(part: str) -> None:
+    """The profiled process: each launch of ``profiled(part)`` once, then checked."""
+    for source, nbytes, R, mode in profiled(part):
+        launch, _, check = _checked(_source(nbytes), R, mode, row_name(part, source, R, mode))
+        launch()
+        check()
+
+
+def measure_counters(part: str) -> list:
+    """One row per ``profiled(part)`` launch under ncu (``part + " counters"``, ``value`` = ms): the SM
+    clock, bytes per cycle per SM, L2 / DRAM / intake-port busy %, the bytes the SMs took in
+    (``intake_bytes``) and landed (``smem_bytes``), DRAM bytes read, and the request coalescer's
+    split (``counters.lrc_bytes``); ratio against the first mode of the same source and R."""
+    import pathlib
+    import sys
+    import cupy as cp
+    from ..core import ncu
+    from ..cute_dsl import counters
+    from ..tma import feed
+    launches = profiled(part)
+    kernels = ncu.profile([sys.executable, "-c", f"from utils.day05 import intake_measure as m; m.run_once({part!r})"],
+                          "feed_c", metrics=(*METRICS, *counters.LRC.values()),
+                          cwd=pathlib.Path(__file__).resolve().parents[2], launch_count=len(launches))
+    if len(kernels) != len(launches):
+        raise RuntimeError(f"expected {len(launches)} feed launches, ncu saw {len(kernels)}")
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    landed = feed.delivered_bytes(LIGHT["chunk_bytes"], LIGHT["per_cta"], feed.CTAS_PER_SM * sms)
+    rows = []
+    for (source, nbytes, R, mode), k in zip(launches, kernels):
+        s, cycles = k["gpu__time_duration.sum"] * 1e-9, k["sm__cycles_elapsed.avg"]
+        rows.append(dict(name=row_name(part, source, R, mode), metric="ms", value=s * 1e3, part=f"{part} counters",
+                         shape=[nbytes], dtype="float16", source=source, mode=mode, R=R,
+                         sm_clock_ghz=cycles / s / 1e9, bytes_per_clock_per_sm=landed / cycles / sms,
+                         l2_busy_pct=k[L2_PCT], dram_busy_pct=k[DRAM_PCT], intake_busy_pct=k[PORT_PCT],
+                         intake_bytes=k["l1tex__m_xbar2l1tex_read_bytes.sum"], smem_bytes=landed,
+                         dram_read_bytes=k["dram__bytes_read.sum"], **counters.lrc_bytes(k)))
+    for r in rows:
+        base = next(q for q in rows if (q["source"], q["R"]) == (r["source"], r["R"]))   # the first mode
+        r.update(reference=base["name"], reference_value=base["value"], ratio=base["value"] / r["value"])
+    return rows
+
+
+def measure_all() -> list:
+    """Both parts, timed and under ncu."""
+    return [r for part in ("intake", "out of step") for r in measure(part) + measure_counters(part)]
+
+
+def part_rows(rows: list, part: str, label: str) -> tuple[list, str]:
+    """The rows of ``part`` (timed and counters) in ``rows``, and ``label``; if ``rows`` has none (a
+    recording made before the part was added), those of the most recent recording that has them,
+    and that recording's label. Raises LookupError if no recording has them."""
+    from ..core import results
+    parts = (part, f"{part} counters")
+    got = [r for r in rows if r.get("part") in parts]
+    if got:
+        return got, label
+    docs = [d for d in results.documents(STEM) if any(r.get("part") == part for r in d["rows"])]
+    if not docs:
+        raise LookupError(f"no recording of {STEM!r} holds the {part!r} rows: record it on a Hopper GPU")
+    doc = max(docs, key=lambda d: d["date"])
+    return [r for r in doc["rows"] if r.get("part") in parts], f"{part}: {results.label(doc)}"
