@@ -462,3 +462,18 @@ def test_part_rows_refuse_when_no_recording_has_them(tmp_path, monkeypatch):
     _recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", ("feed",))
     with pytest.raises(LookupError, match="holds the 'intake' rows"):
         im.part_rows([_row("f", "feed")], "intake", "x")
+
+
+def test_out_of_step_plot_draws_every_case_and_launch():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    oos = [dict(source=s, R=R, mode=m, value=1000.0 * (i + 1)) for s, _, R, ms in im.cases("out of step")
+           for i, m in enumerate(ms)]
+    ctr = [dict(part="out of step counters", source=s, R=R, mode=m, read_from_l2_bytes=4e8, merged_by_hardware_bytes=4e8,
+                served_by_multicast_bytes=0.0, dram_read_bytes=4e8) for s, _, R, m in im.profiled("out of step")]
+    fig = im.plot(oos, ctr, "test")
+    left, right = fig.axes
+    assert len(left.patches) == len(oos) and len(right.patches) == 3 * len(ctr)
+    assert [t.get_text() for t in right.get_yticklabels()][0] == "L2-resident source, each loads, out of step"
+    plt.close(fig)

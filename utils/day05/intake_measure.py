@@ -164,3 +164,42 @@ def part_rows(rows: list, part: str, label: str) -> tuple[list, str]:
         raise LookupError(f"no recording of {STEM!r} holds the {part!r} rows: record it on a Hopper GPU")
     doc = max(docs, key=lambda d: d["date"])
     return [r for r in doc["rows"] if r.get("part") in parts], f"{part}: {results.label(doc)}"
+
+
+def plot(oos_rows: list, ctr_rows: list, label: str = ""):
+    """Left: out of step, TB/s per mode, per source and cluster size. Right: the R = 2 launches
+    under ncu, the bytes the request coalescer read from L2 (and from DRAM), merged by hardware and
+    served by multicast. Draws recorded or fresh rows."""
+    import matplotlib.pyplot as plt
+    import numpy as np
+    fig, (ax1, ax2) = plt.subplots(1, 2, figsize=(13, 4.2))
+    groups = [(s, R) for s, _, R, _ in cases("out of step")]
+    x, w = np.arange(len(groups)), 0.8 / len(OOS_MODES)
+    colors = dict(zip(OOS_MODES, ("tab:red", "tab:blue", "tab:orange")))
+    for i, mode in enumerate(OOS_MODES):
+        vals = [next((r["value"] for r in oos_rows if (r["source"], r["R"], r["mode"]) == (*g, mode)), np.nan)
+                for g in groups]
+        ax1.bar(x + (i - (len(OOS_MODES) - 1) / 2) * w, np.array(vals) / 1e3, w, label=mode, color=colors[mode])
+    ax1.set_xticks(x, [f"{s.split(' (')[0]}\nR = {R}" for s, R in groups], fontsize=8)
+    ax1.set_ylabel("TB/s delivered to shared memory")
+    ax1.set_title(f"out of step: the same bytes, asked for at different times  {label}", fontsize=9)
+    ax1.legend(fontsize=8)
+    bars = [r for r in ctr_rows if r.get("part") == "out of step counters"]
+    y = np.arange(len(bars))
+    left = np.zeros(len(bars))
+    for key, color, what in (("read_from_l2_bytes", "tab:gray", "read from L2"),
+                             ("merged_by_hardware_bytes", "tab:blue", "merged by hardware"),
+                             ("served_by_multicast_bytes", "tab:orange", "served by multicast")):
+        v = np.array([r[key] for r in bars]) / 1e9
+        ax2.barh(y, v, left=left, color=color, label=what)
+        left += v
+    ax2.scatter([r["dram_read_bytes"] / 1e9 for r in bars], y, color="k", marker="|", s=200, zorder=3,
+                label="read from DRAM")
+    ax2.set_yticks(y, [f"{r['source'].split(' (')[0]}, {r['mode']}" for r in bars], fontsize=7)
+    ax2.invert_yaxis()
+    ax2.set_xlim(0, 1.45 * max(left.max(initial=0), 1e-9))
+    ax2.set_xlabel("GB delivered to the SMs (ncu, R = 2)")
+    ax2.set_title("how the L2 request coalescer served them", fontsize=9)
+    ax2.legend(fontsize=7, loc="center right")
+    fig.tight_layout()
+    return fig
