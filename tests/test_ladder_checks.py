@@ -136,6 +136,9 @@ RIGHT = [
     (lc.check_release_mask, lambda cl, xy: sum(1 << (i + j * cl[0]) for i in range(cl[0]) for j in range(cl[1])
                                                if i == xy[0] or j == xy[1])),
     (lc.check_release_mask, lambda cl, xy: np.int64(lc.release_mask_ref(cl, xy))),
+    (lc.check_l2_reads, lc.l2_reads_ref),
+    (lc.check_l2_reads, lambda d, R, mode, f: d // R if mode == "multicast" else round(d - d * f)),   # ints, rounded
+    (lc.check_l2_reads, lambda d, R, mode, f: np.float32(d / R if mode == "multicast" else d * (1 - f))),
 ]
 
 
@@ -153,9 +156,10 @@ def test_passed_lines(capsys):
     lc.check_register_split(lc.register_split_ref)
     lc.check_pingpong(lc.pingpong_ref)
     lc.check_release_mask(lc.release_mask_ref)
+    lc.check_l2_reads(lc.l2_reads_ref)
     out = capsys.readouterr().out
     assert "240 per consumer thread" in out and "40/232" in out
-    assert "63 time units, not 78" in out and "0b1011" in out
+    assert "63 time units, not 78" in out and "0b1011" in out and "less than 1 - 1/R" in out
 
 
 @pytest.mark.parametrize("wrong,hint", [
@@ -220,7 +224,37 @@ def test_release_mask_rejects(wrong, hint):
         lc.check_release_mask(wrong)
 
 
-@pytest.mark.parametrize("check", [lc.check_register_split, lc.check_pingpong, lc.check_release_mask])
+@pytest.mark.parametrize("wrong,hint", [
+    (lambda d, R, mode, f: d / R if mode == "multicast" else d, "L2 reads only the rest"),
+    (lambda d, R, mode, f: d / R if mode == "multicast" else d * f, "WITHOUT reading L2"),
+    (lambda d, R, mode, f: d if mode == "multicast" else d * (1 - f), "once per cluster"),
+    (lambda d, R, mode, f: d * (1 - f) / R if mode == "multicast" else d * (1 - f), "nothing left to merge"),
+    (lambda d, R, mode, f: d / R, "not delivered / R"),
+    (lambda d, R, mode, f: d * (1 - f) / R, r"delivered \* \(1 - merged\); multicast: delivered / R"),
+    (lambda d, R, mode, f: (d / R if mode == "multicast" else d * (1 - f)) * 1.01, "expected"),    # 1% off
+    (lambda d, R, mode, f: str(d / R), "expected a number of bytes"),
+    (lambda d, R, mode, f: True, "expected a number of bytes"),
+    (lambda d, R, mode, f: None, "expected a number of bytes")])
+def test_l2_reads_rejects(wrong, hint):
+    with pytest.raises(CheckFailed, match=hint):
+        lc.check_l2_reads(wrong)
+
+
+@pytest.mark.parametrize("args,match", [
+    ((0, 2, "multicast", 0.5), "delivered must be a positive number"),
+    ((1e9, 0, "multicast", 0.5), "R .* must be an int >= 1"),
+    ((1e9, 2.0, "multicast", 0.5), "R .* must be an int >= 1"),
+    ((1e9, 2, "each", 0.5), "mode must be one of"),
+    ((1e9, 2, "each loads", 1.0), r"merged .* must be in \[0, 1\)"),
+    ((1e9, 2, "each loads", -0.1), r"merged .* must be in \[0, 1\)"),
+    ((1e9, 2, "each loads", True), r"merged .* must be in \[0, 1\)")])
+def test_l2_reads_ref_names_the_rule_broken(args, match):
+    with pytest.raises(ValueError, match=match):
+        lc.l2_reads_ref(*args)
+
+
+@pytest.mark.parametrize("check", [lc.check_register_split, lc.check_pingpong, lc.check_release_mask,
+                                   lc.check_l2_reads])
 def test_checks_want_the_function_itself(check):
     with pytest.raises(CheckFailed, match="without calling it"):
         check(42)

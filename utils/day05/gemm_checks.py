@@ -39,7 +39,6 @@ def check_k_loop(kernel, tier=None) -> None:
              "a_desc.load([row, col]) takes the tile's top-left element, in elements", launched)
     if torch.isnan(c).all():
         return not_attempted(name)
-    ref = gemm.matmul_ref(a, b)
     last = gemm.matmul_ref(a[:, (K - 1) // BK * BK:], b[(K - 1) // BK * BK:])
     tol = gemm.tolerance(torch.float16, K)
     if not torch.isnan(c).any() and torch.allclose(c.double(), last.double(), **tol):

@@ -18,7 +18,9 @@ multicast). The rows go to notebook 05's ``05_gemm_ladder_multicast`` results fi
 from __future__ import annotations
 
 from ..core import bench
-from .multicast_measure import L2_PCT, STEM
+
+STEM = "05_gemm_ladder_multicast"   # notebook 05 §7's results file, next to 05_gemm_ladder.json
+L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
 
 LIGHT = dict(chunk_bytes=16384, stages=2, per_cta=32, lines=1)   # one line read per chunk, 2 stages
 INTAKE_SOURCES = {"hot source (64 KiB)": 64 << 10, "L2-resident source (16 MiB)": 16 << 20}

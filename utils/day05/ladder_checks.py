@@ -7,6 +7,9 @@
    (:func:`simulate_pingpong`).
 3. :func:`check_release_mask` — the CTAs a consumer releases a shared-memory stage to in a cluster
    with multicast of A along the rows and of B along the columns.
+4. :func:`check_l2_reads` — the bytes L2 must read to deliver a cluster's data, each CTA loading
+   for itself (less what the hardware merged) or through multicast, and so when multicast saves
+   L2 reads at all.
 """
 from __future__ import annotations
 
@@ -314,3 +317,66 @@ def check_release_mask(fn) -> None:
         fail(name, f"got {got[i]:#06b}, expected {want[i]:#06b}", hint, launched=f"cluster={cl}, coord={xy}")
     return passed(name, "(2 x 2 cluster, CTA (1, 0): 0b1011; its empty barrier expects "
                   f"{release_arrivals_ref((2, 2), 4)} warp arrivals with 4 releasing warps per CTA)")
+
+
+# --- 4. L2 reads with and without multicast ------------------------------------------------------
+L2_MODES = ("each loads", "multicast")
+
+
+def l2_reads_ref(delivered, R: int, mode: str, merged) -> float:
+    """Bytes L2 must read to deliver ``delivered`` bytes into the shared memory of clusters of ``R``
+    CTAs that all want the same chunks. *each loads*: every CTA asks for every chunk, and the
+    hardware serves the fraction ``merged`` of those requests without reading L2 again (requests
+    for the same sectors at nearly the same time), so L2 reads ``delivered * (1 - merged)``.
+    *multicast*: one fetch per chunk lands in all ``R`` CTAs, so L2 reads ``delivered / R`` and the
+    hardware has nothing left to merge (``merged`` does not apply)."""
+    if not is_number(delivered) or not delivered > 0:
+        raise ValueError(f"delivered must be a positive number of bytes, got {delivered!r}")
+    if not is_int(R) or R < 1:
+        raise ValueError(f"R (CTAs per cluster) must be an int >= 1, got {R!r}")
+    if mode not in L2_MODES:
+        raise ValueError(f"mode must be one of {L2_MODES}, got {mode!r}")
+    if not is_number(merged) or not 0 <= merged < 1:
+        raise ValueError(f"merged (the fraction of delivered bytes the hardware merged) must be in [0, 1), got {merged!r}")
+    return delivered / R if mode == "multicast" else delivered * (1 - merged)
+
+
+L2_CASES = [(d, R, m, f) for d in (830472192, 1 << 30) for R in (2, 4) for m in L2_MODES
+            for f in (0.0, 0.3, 0.57, 0.7)]
+L2_MISTAKES = [  # (an answer with one slip, the hint)
+    (lambda d, R, m, f: d / R if m == "multicast" else d,
+     "each loads: the hardware served the fraction `merged` without reading L2; L2 reads only the rest"),
+    (lambda d, R, m, f: d / R if m == "multicast" else d * f,
+     "`merged` is what the hardware served WITHOUT reading L2: L2 reads the other 1 - merged"),
+    (lambda d, R, m, f: d if m == "multicast" else d * (1 - f),
+     "with multicast one fetch lands in all R CTAs of the cluster: L2 reads each chunk once per cluster"),
+    (lambda d, R, m, f: d * (1 - f) / R if m == "multicast" else d * (1 - f),
+     "with multicast the hardware has nothing left to merge (the counters show 0 merged): `merged` does not apply"),
+    (lambda d, R, m, f: d / R,
+     "each loads: every CTA asks for every chunk itself, so the requests are delivered bytes, not delivered / R"),
+]
+
+
+def check_l2_reads(fn) -> None:
+    """``fn(delivered, R, mode, merged)`` must return :func:`l2_reads_ref` (within 0.1%) for 830 MB
+    and 1 GiB, clusters of 2 and 4, both modes, merged 0, 0.3, 0.57 and 0.7."""
+    name = "L2 reads"
+    got = []
+    for case in L2_CASES:
+        v = attempt(fn, *case)
+        if isinstance(v, str) and v == NOT_ATTEMPTED:
+            return not_attempted(name)
+        if not is_number(v):
+            fail(name, f"expected a number of bytes, got {type(v).__name__} {v!r}", "return a float or an int",
+                 launched=f"delivered, R, mode, merged = {case}")
+        got.append(float(v))
+    want = [l2_reads_ref(*c) for c in L2_CASES]
+    bad = [i for i, (g, w) in enumerate(zip(got, want)) if abs(g - w) > 1e-3 * w]
+    if bad:
+        i = bad[0]
+        hint = next((h for slip, h in L2_MISTAKES
+                     if all(abs(slip(*c) - g) <= 1e-3 * max(abs(slip(*c)), 1) for c, g in zip(L2_CASES, got))),
+                    "each loads: delivered * (1 - merged); multicast: delivered / R")
+        fail(name, f"got {got[i]:.4g} B, expected {want[i]:.4g} B", hint, launched=f"delivered, R, mode, merged = {L2_CASES[i]}")
+    return passed(name, "In step, multicast saves L2 reads only if the hardware merged less than 1 - 1/R "
+                  "of the bytes (50% for R = 2, 75% for R = 4).")

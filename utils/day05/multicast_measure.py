@@ -16,14 +16,14 @@ Two experiments, one change at a time:
 from __future__ import annotations
 
 from ..core import bench
+from . import intake_measure
+from .intake_measure import L2_PCT, STEM  # noqa: F401  (STEM: this section's results file)
 
-STEM = "05_gemm_ladder_multicast"   # its own results file, next to 05_gemm_ladder.json
 REGIMES = {"L2-resident source (16 MiB)": 16 << 20, "DRAM source (1 GiB)": 1 << 30}
 FEED = dict(chunk_bytes=16384, stages=4, per_cta=32)
 FEED_MODES = ("each loads", "cluster release, fenced arrive", "cluster release", "multicast")   # one change each
 GEMM_TILES = ((128, 128, 64), (128, 256, 64))
 GEMM_CLUSTERS = ((2, 1), (1, 2))
-L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
 
 
 def feed_name(R: int, mode: str) -> str:
@@ -127,7 +127,6 @@ def measure_gemm_counters(n: int = 8192) -> list:
 
 def measure() -> list:
     """Everything §7 records."""
-    from . import intake_measure
     return measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
 
 
