@@ -477,3 +477,53 @@ def test_out_of_step_plot_draws_every_case_and_launch():
     assert len(left.patches) == len(oos) and len(right.patches) == 3 * len(ctr)
     assert [t.get_text() for t in right.get_yticklabels()][0] == "L2-resident source, each loads, out of step"
     plt.close(fig)
+
+
+class _Status:
+    def __init__(self, fired=0):
+        self.fired = fired
+
+    def get(self):
+        return [self.fired]
+
+
+def _fake_feed(monkeypatch, fired=()):
+    """compare_modes on the CPU: the feed launcher, reference, check and bench.compare stood in for,
+    so the glue (names, reference, modes, checks before timing, NaN reset, L2 bytes) is what runs."""
+    cp = pytest.importorskip("cupy")
+    calls = []
+    monkeypatch.setattr(cp.cuda.runtime, "deviceSynchronize", lambda: None)
+    monkeypatch.setattr(feed, "feed_launcher", lambda src, R, mode, **cfg: (
+        lambda: calls.append(("launch", mode)), np.full((12, feed.CONSUMERS), np.nan), _Status(mode in fired)))
+    monkeypatch.setattr(feed, "feed_reference", lambda *a: calls.append(("reference", a[-1])) or 0.0)
+    monkeypatch.setattr(feed, "check_out", lambda out, want, what: calls.append(("check", what)))
+
+    def compare(make_inputs, contenders, *, reference, check, reset, amount, **kw):
+        rows = []
+        for n, fn in contenders.items():
+            reset()
+            check(n, fn(), None)
+            rows.append(dict(name=n, value=1.0, reference=reference, amount=amount, shape=kw["shape"]))
+        return rows
+    monkeypatch.setattr(im.bench, "compare", compare)
+    return calls
+
+
+def test_compare_modes_names_checks_and_counts_l2_bytes(monkeypatch):
+    calls = _fake_feed(monkeypatch)
+    src = np.zeros(8 * 16384 // 2, dtype=np.float16)
+    rows = im.compare_modes(src, 2, mm.FEED_MODES, mm.FEED, lambda m: mm.feed_name(2, m), reps=5)
+    assert [r["name"] for r in rows] == [mm.feed_name(2, m) for m in mm.FEED_MODES]
+    assert all(r["reference"] == "cluster of 2, each loads" and r["R"] == 2 and r["shape"] == [src.nbytes] for r in rows)
+    assert [r["mode"] for r in rows] == list(mm.FEED_MODES)
+    assert {r["mode"]: r["l2_bytes"] for r in rows}["multicast"] * 2 == rows[0]["l2_bytes"] == 12 * 32 * 16384
+    assert calls.count(("reference", None)) == 1                       # one reference for every mode
+    assert [c for c in calls if c[0] == "check"] == [("check", mm.feed_name(2, m)) for m in mm.FEED_MODES]
+
+
+def test_compare_modes_reads_lines_and_reports_a_fired_wait(monkeypatch):
+    calls = _fake_feed(monkeypatch, fired={"multicast"})
+    src = np.zeros(8 * 16384 // 2, dtype=np.float16)
+    with pytest.raises(RuntimeError, match="intake, x, multicast: a bounded mbarrier wait fired"):
+        im.compare_modes(src, 2, im.INTAKE_MODES, im.LIGHT, lambda m: f"intake, x, {m}")
+    assert ("reference", im.LIGHT["lines"]) in calls

@@ -9,8 +9,8 @@ almost nothing but receive; the copy still lands every byte).
   hardware cannot merge their reads; against CTAs in step and multicast, from L2 and from DRAM,
   clusters of 2 and 4.
 
-Each part is timed (GB/s delivered to shared memory, contenders interleaved, every output checked
-against a float64 sum first) and then run once under Nsight Compute: the SM clock, bytes per cycle
+Each part is timed by ``compare_modes`` (GB/s delivered to shared memory, contenders interleaved,
+every output checked against a float64 sum first; §7's feed times through it too) and then run once under Nsight Compute: the SM clock, bytes per cycle
 per SM, L2 and DRAM busy %, the bytes the SMs took in and how busy that port was, DRAM bytes, and
 how Hopper's L2 request coalescer served the bytes (read from L2, merged by hardware, served by
 multicast). The rows go to notebook 05's ``05_gemm_ladder_multicast`` results file.
@@ -64,43 +64,59 @@ def _source(nbytes: int):
     return cp.asarray(np.random.default_rng(0).standard_normal(nbytes // 2).astype(np.float16))
 
 
-def _checked(src, R: int, mode: str, what: str):
-    """``(launch, out, check)``: the feed launcher, and a check of ``out`` against float64 after a run."""
+def _launchers(src, R: int, modes, cfg: dict, name) -> dict:
+    """``{mode: (launch, out, check)}``: the feed on ``src`` in each of ``modes`` (launch keyword
+    arguments ``cfg``), and a check of each output against one float64 reference (every mode lands
+    the same chunks in each CTA, so the sums are the same); ``name(mode)`` names it in errors."""
     import cupy as cp
     from ..tma import feed
-    launch, out, status = feed.feed_launcher(src, R, mode, **LIGHT)
-    want = feed.feed_reference(src, R, LIGHT["chunk_bytes"], LIGHT["per_cta"], out.shape[0], LIGHT["lines"])
+    made = {m: feed.feed_launcher(src, R, m, **cfg) for m in modes}
+    want = feed.feed_reference(src, R, cfg["chunk_bytes"], cfg["per_cta"], made[modes[0]][1].shape[0],
+                               cfg.get("lines"))
 
-    def check():
-        cp.cuda.runtime.deviceSynchronize()
-        if int(status.get()[0]):
-            raise RuntimeError(f"{what}: a bounded mbarrier wait fired (a stage never completed)")
-        feed.check_out(out, want, what)
-    return launch, out, check
+    def checker(mode):
+        _, out, status = made[mode]
+
+        def check():
+            cp.cuda.runtime.deviceSynchronize()
+            if int(status.get()[0]):
+                raise RuntimeError(f"{name(mode)}: a bounded mbarrier wait fired (a stage never completed)")
+            feed.check_out(out, want, name(mode))
+        return check
+    return {m: (made[m][0], made[m][1], checker(m)) for m in modes}
+
+
+def compare_modes(src, R: int, modes, cfg: dict, name, reps: int = 50) -> list:
+    """``bench.compare`` rows (GB/s delivered to shared memory) of the feed on ``src`` in each of
+    ``modes``, interleaved, every output poisoned with NaN and checked first; rows named
+    ``name(mode)``, ratios against ``modes[0]``, each with ``mode``, ``R`` and ``l2_bytes`` (what the
+    CTAs ask L2 for, from the launch). §7's feed and both parts here time through it."""
+    from ..tma import feed
+    made = _launchers(src, R, modes, cfg, name)
+    by_name = {name(m): (m, *v) for m, v in made.items()}
+    ctas = made[modes[0]][1].shape[0]
+    contenders = {n: (lambda n=n: (by_name[n][1](), by_name[n][2])[1]) for n in by_name}
+    got = bench.compare(lambda: (), contenders, reference=name(modes[0]), metric="GB/s",
+                        amount=feed.delivered_bytes(cfg["chunk_bytes"], cfg["per_cta"], ctas),
+                        shape=[src.nbytes], dtype="float16", check=lambda n, out, ref: by_name[n][3](),
+                        reset=lambda: [v[1].fill(float("nan")) for v in made.values()], reps=reps)
+    for r in got:
+        mode = by_name[r["name"]][0]
+        r.update(R=R, mode=mode, l2_bytes=feed.l2_bytes(R, mode, cfg["chunk_bytes"], cfg["per_cta"], ctas))
+    return got
 
 
 def measure(part: str, reps: int = 50) -> list:
     """Rows (``part``, GB/s delivered to shared memory) per case and mode, ratios against the first
     mode of the case; ``bytes_per_clock_per_sm`` at the SM's top clock (a lower bound per cycle)."""
     import cupy as cp
-    from ..tma import feed
     dev = cp.cuda.Device()
     sms, ghz = dev.attributes["MultiProcessorCount"], dev.attributes["ClockRate"] / 1e6
     rows = []
     for source, nbytes, R, modes in cases(part):
-        src = _source(nbytes)
-        made = {m: _checked(src, R, m, row_name(part, source, R, m)) for m in modes}
-        contenders = {m: (lambda m=m: (made[m][0](), made[m][1])[1]) for m in modes}
-        ctas = made[modes[0]][1].shape[0]
-        got = bench.compare(lambda: (), contenders, reference=modes[0], metric="GB/s",
-                            amount=feed.delivered_bytes(LIGHT["chunk_bytes"], LIGHT["per_cta"], ctas),
-                            shape=[nbytes], dtype="float16", check=lambda name, out, ref: made[name][2](),
-                            reset=lambda: [m[1].fill(float("nan")) for m in made.values()], reps=reps)
+        got = compare_modes(_source(nbytes), R, modes, LIGHT, lambda m: row_name(part, source, R, m), reps)
         for r in got:
-            r.update(part=part, source=source, R=R, mode=r["name"], sms=sms, top_clock_ghz=ghz,
-                     bytes_per_clock_per_sm=r["value"] / sms / ghz,
-                     l2_bytes=feed.l2_bytes(R, r["name"], LIGHT["chunk_bytes"], LIGHT["per_cta"], ctas),
-                     reference=row_name(part, source, R, modes[0]), name=row_name(part, source, R, r["name"]))
+            r.update(part=part, source=source, sms=sms, top_clock_ghz=ghz, bytes_per_clock_per_sm=r["value"] / sms / ghz)
         rows += got
     return rows
 
@@ -108,7 +124,7 @@ def measure(part: str, reps: int = 50) -> list:
 def run_once(part: str) -> None:
     """The profiled process: each launch of ``profiled(part)`` once, then checked."""
     for source, nbytes, R, mode in profiled(part):
-        launch, _, check = _checked(_source(nbytes), R, mode, row_name(part, source, R, mode))
+        launch, _, check = _launchers(_source(nbytes), R, (mode,), LIGHT, lambda m: row_name(part, source, R, m))[mode]
         launch()
         check()
 

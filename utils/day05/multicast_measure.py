@@ -49,38 +49,16 @@ def gemm_name(tile, cluster, multicast: bool) -> str:
 
 def measure_feed(clusters=(2, 4), reps: int = 50) -> list:
     """Rows (``part="feed"``, GB/s delivered to shared memory), per regime and cluster size R:
-    the three modes, ratio against "each loads" of the same R; each output checked first."""
+    the four modes, ratio against "each loads" of the same R; each output checked first."""
     import cupy as cp
     import torch
-    from ..tma import feed
     rows = []
     for regime, nbytes in REGIMES.items():
         src = cp.asarray(bench.randn((nbytes // 2,), torch.float16, "cuda"))
         for R in clusters:
-            launches, outs, statuses = {}, {}, {}
-            for mode in FEED_MODES:
-                name = feed_name(R, mode)
-                launches[name], outs[name], statuses[name] = feed.feed_launcher(src, R, mode, **FEED)
-            ctas = next(iter(outs.values())).shape[0]
-            want = feed.feed_reference(src, R, FEED["chunk_bytes"], FEED["per_cta"], ctas)
-
-            def check(name, out, ref, want=want, statuses=statuses):
-                cp.cuda.runtime.deviceSynchronize()
-                if int(statuses[name].get()[0]):
-                    raise RuntimeError(f"{name}: a bounded mbarrier wait fired (a stage never completed)")
-                feed.check_out(out, want, name)
-
-            def reset(outs=outs):
-                for o in outs.values():
-                    o.fill(float("nan"))
-            contenders = {n: (lambda n=n: (launches[n](), outs[n])[1]) for n in launches}
-            got = bench.compare(lambda: (), contenders, reference=feed_name(R, "each loads"), metric="GB/s",
-                                amount=feed.delivered_bytes(FEED["chunk_bytes"], FEED["per_cta"], ctas),
-                                shape=[nbytes], dtype="float16", check=check, reset=reset, reps=reps)
+            got = intake_measure.compare_modes(src, R, FEED_MODES, FEED, lambda m, R=R: feed_name(R, m), reps)
             for r in got:
-                mode = next(m for m in FEED_MODES if r["name"] == feed_name(R, m))
-                r.update(part="feed", regime=regime, R=R, mode=mode,
-                         l2_bytes=feed.l2_bytes(R, mode, FEED["chunk_bytes"], FEED["per_cta"], ctas))
+                r.update(part="feed", regime=regime)
             rows += got
     return rows
 

@@ -3,8 +3,9 @@
 A cluster of ``R`` CTAs reads the same ``per_cta`` chunks of a source (1-D ``cp.async.bulk``,
 ``stages`` shared-memory buffers, a producer warp and four consumer warps that sum what they
 read: every 2 KiB line of each chunk, or only its first ``lines`` of them, to measure what the SM
-takes in when its own work is almost nothing). Without multicast every CTA fetches each chunk itself, so L2 serves it ``R`` times; with
-multicast each CTA fetches one ``1/R`` slice for the whole cluster and L2 serves each chunk once.
+takes in when its own work is almost nothing). Without multicast every CTA fetches each chunk
+itself, so L2 serves it ``R`` times; with multicast each CTA fetches one ``1/R`` slice for the
+whole cluster and L2 serves each chunk once.
 The bytes delivered to shared memory are the same either way: only the L2 reads change. A
 multicast buffer may be refilled only when every CTA of the cluster has read it; mode
 ``"cluster release"`` keeps that coupling but loads as ``"each loads"`` (one change at a time).
@@ -66,8 +67,9 @@ def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int
 def feed_launcher(src, R: int = 2, mode: str = "multicast", chunk_bytes: int = 16384, stages: int = 4,
                   per_cta: int = 32, ctas: int | None = None, lines: int | None = None):
     """``(launch, out, status)`` for the feed kernel on the contiguous fp16 CuPy array ``src``.
-    ``ctas`` defaults to ``CTAS_PER_SM`` per SM (a multiple of 4); ``lines`` (default: all) is how many 2 KiB
-    lines of each chunk the consumers read and sum (the copy lands the whole chunk either way).
+    ``ctas`` defaults to ``CTAS_PER_SM`` per SM (a multiple of 4); ``lines`` (default: all) is how
+    many 2 KiB lines of each chunk the consumers read and sum (the copy lands the whole chunk
+    either way).
     ``launch()`` enqueues one run; ``out`` (ctas x 128 float32) holds each consumer thread's sum;
     ``status`` is 1 after a timed-out wait."""
     import cupy as cp
