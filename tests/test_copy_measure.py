@@ -19,10 +19,11 @@ def fake(nbytes=4096, ptr=0x10000, contiguous=True, dtype="float16"):
                                  data=types.SimpleNamespace(ptr=ptr), nbytes=nbytes, dtype=dtype)
 
 
-def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map():
-    src = runtime.kernel_source("bulk_copy_pipelined")
+@pytest.mark.parametrize("name", ["bulk_copy_pipelined", "bulk_copy_chunk"])
+def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map(name):
+    src = runtime.kernel_source(name)
     assert "mbar_wait_bounded" in src and "TensorMap" not in src
-    body = ptx.entry(runtime.ptx(), "bulk_copy_pipelined")        # up to the next kernel
+    body = ptx.entry(runtime.ptx(), name)        # up to the next kernel
     assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes" in body
     assert "cp.async.bulk.global.shared::cta.bulk_group" in body
     assert "cp.async.bulk.tensor" not in body
@@ -49,10 +50,39 @@ def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
         runtime.bulk_launcher(src, dst, **kw)
 
 
+@pytest.mark.parametrize("src, dst, kw, match", [
+    (fake(contiguous=False), fake(), {}, "src must be contiguous"),
+    (fake(), fake(contiguous=False), {}, "dst must be contiguous"),
+    (fake(ptr=0x10008), fake(), {}, "src starts at address 0x10008, not a multiple of 16 B"),
+    (fake(), fake(nbytes=2048), {}, "same dtype and size"),
+    (fake(nbytes=0), fake(nbytes=0), {}, "positive multiple of 16 B"),
+    (fake(), fake(), dict(chunk_bytes=8200), "chunk_bytes must be a positive multiple of 16"),
+    (fake(), fake(), dict(chunk_bytes=-16), "chunk_bytes must be a positive multiple of 16"),
+    (fake(), fake(), dict(chunk_bytes=8192.0), "chunk_bytes must be a positive multiple of 16"),
+    (fake(), fake(), dict(chunk_bytes=256 * 1024), "exceeds"),
+])
+def test_chunk_launcher_names_the_rule_broken(src, dst, kw, match):
+    with pytest.raises(ValueError, match=match):
+        runtime.chunk_launcher(src, dst, **kw)
+
+
 def test_bytes_in_flight_per_sm():
-    got = {n: cm.in_flight_per_sm(c) // 1024 for n, c in cm.COPIES.items()}
-    assert list(got.values()) == [128, 128, 128, 192, 192, 128]
+    loops = {n: cm.in_flight_per_sm(c) // 1024 for n, c in cm.COPIES.items() if c["kind"] in ("2d", "bulk")}
+    assert list(loops.values()) == [128, 128, 128, 192, 192, 128]
     assert next(iter(cm.COPIES)) == cm.TMA_2D                 # the ladder starts from notebook 02's copy
+    assert cm.in_flight_per_sm(cm.COPIES[cm.NO_LOOP_32K], resident=6) == 6 * 32768   # = the 6-stage loop's
+    assert cm.in_flight_per_sm(cm.COPIES[cm.TILE_2D], resident=13) == 13 * 32 * 256 * 2
+    for bad in (None, 0, 2.0):
+        with pytest.raises(ValueError, match="pass the CTAs an SM holds"):
+            cm.in_flight_per_sm(cm.COPIES[cm.NO_LOOP_8K], resident=bad)
+
+
+def test_the_no_loop_contenders_change_one_thing():
+    assert cm.COPIES[cm.NO_LOOP_32K]["chunk_bytes"] == cm.COPIES[cm.LOOP_32K]["chunk_bytes"]
+    assert cm.COPIES[cm.TILE_2D]["box_shape"] == cm.COPIES[cm.TMA_2D]["box_shape"]
+    assert {c["kind"] for c in cm.COPIES.values()} == set(cm.KERNELS)
+    for kind, name in cm.KERNELS.items():
+        assert runtime.kernel_source(name)          # each kind names a kernel that exists
 
 
 def test_clock_rows_are_a_recordable_metric():

@@ -3,9 +3,11 @@ TMA copies of ``utils/tma/tma_kernels.cu``, one change at a time.
 
 ``COPIES`` lists the contenders in ladder order: notebook 02's 2-D tensor-map copy; the same
 pipeline with 1-D bulk copies (``cp.async.bulk``, no tensor map) and the same bytes in flight per
-SM; then bigger chunks and more stages; last, the 32 KiB round-robin copy with one change: each
-CTA copies one contiguous run of chunks instead of every grid-th chunk. Every output is poisoned
-and compared exactly with the input before timing; GB/s counts bytes read + written.
+SM; then bigger chunks and more stages; then the 32 KiB round-robin copy with one change: each
+CTA copies one contiguous run of chunks instead of every grid-th chunk. Last, the copies with no
+loop: one tile or chunk per CTA (load, wait, store, exit), as many CTAs resident per SM as their
+shared memory allows (the occupancy calculator's count is recorded with each row). Every output
+is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
 """
 from __future__ import annotations
 
@@ -15,20 +17,39 @@ STEM = "05_gemm_ladder_copy"   # its own results file, next to 05_gemm_ladder.js
 MEMCPY = "torch copy (memcpy)"
 TMA_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), 4 stages, 2 CTAs/SM"
 SPAN = "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM, one span per CTA"   # vs round robin: one change
+LOOP_32K = "1-D bulk, 32 KiB chunks, 6 stages, 1 CTA/SM"
+NO_LOOP_32K = "1-D bulk, 32 KiB chunks, one per CTA (no loop)"      # vs LOOP_32K: one change
+NO_LOOP_8K = "1-D bulk, 8 KiB chunks, one per CTA (no loop)"
+TILE_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), one per CTA (no loop)"  # vs TMA_2D: one change
 COPIES = {
     TMA_2D: dict(kind="2d", box_shape=(32, 256), stages=4, ctas_per_sm=2),
     "1-D bulk, 16 KiB chunks, 4 stages, 2 CTAs/SM": dict(kind="bulk", chunk_bytes=16384, stages=4, ctas_per_sm=2),
     "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=32768, stages=4, ctas_per_sm=1),
-    "1-D bulk, 32 KiB chunks, 6 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=32768, stages=6, ctas_per_sm=1),
+    LOOP_32K: dict(kind="bulk", chunk_bytes=32768, stages=6, ctas_per_sm=1),
     "1-D bulk, 64 KiB chunks, 3 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=65536, stages=3, ctas_per_sm=1),
     SPAN: dict(kind="bulk", chunk_bytes=32768, stages=4, ctas_per_sm=1, span=True),
+    TILE_2D: dict(kind="tile", box_shape=(32, 256)),
+    NO_LOOP_32K: dict(kind="chunk", chunk_bytes=32768),
+    NO_LOOP_8K: dict(kind="chunk", chunk_bytes=8192),
 }
+KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "tile": "tma_copy_tile",
+           "chunk": "bulk_copy_chunk"}
 
 
-def in_flight_per_sm(cfg: dict, itemsize: int = 2) -> int:
-    """Bytes a configuration keeps in flight per SM (stages x buffer x CTAs per SM)."""
-    buf = cfg["chunk_bytes"] if cfg["kind"] == "bulk" else cfg["box_shape"][0] * cfg["box_shape"][1] * itemsize
-    return cfg["stages"] * buf * cfg["ctas_per_sm"]
+def buffer_bytes(cfg: dict, itemsize: int = 2) -> int:
+    """Bytes of one shared-memory buffer: a chunk, or a box of ``itemsize``-byte elements."""
+    return cfg["chunk_bytes"] if "chunk_bytes" in cfg else cfg["box_shape"][0] * cfg["box_shape"][1] * itemsize
+
+
+def in_flight_per_sm(cfg: dict, itemsize: int = 2, resident: int | None = None) -> int:
+    """Bytes a configuration keeps in flight per SM: stages x buffer x CTAs per SM for the loops;
+    buffer x ``resident`` (CTAs an SM holds at once, measured on the GPU) for one-per-CTA copies."""
+    if cfg["kind"] in ("tile", "chunk"):
+        if not (isinstance(resident, int) and resident > 0):
+            raise ValueError(f"a one-per-CTA copy keeps `resident` buffers per SM: pass the CTAs an SM "
+                             f"holds (a positive int), got {resident!r}")
+        return buffer_bytes(cfg, itemsize) * resident
+    return cfg["stages"] * buffer_bytes(cfg, itemsize) * cfg["ctas_per_sm"]
 
 
 def launcher(x, y, cfg: dict):
@@ -36,12 +57,17 @@ def launcher(x, y, cfg: dict):
     once), and the status word its bounded waits write."""
     from ..tma import runtime
     kw = {k: v for k, v in cfg.items() if k != "kind"}
-    if cfg["kind"] == "2d":
-        return runtime.pipelined_launcher(x, y, **kw)
-    return runtime.bulk_launcher(x, y, **kw)
+    return {"2d": runtime.pipelined_launcher, "bulk": runtime.bulk_launcher, "tile": runtime.tiles_launcher,
+            "chunk": runtime.chunk_launcher}[cfg["kind"]](x, y, **kw)
 
 
-def measure_copies(M: int = 8192, N: int = 8192, reps: int = 50) -> list:
+def resident(cfg: dict, itemsize: int = 2) -> int:
+    """CTAs of a one-per-CTA copy that one SM holds at once (the CUDA occupancy calculator)."""
+    from ..tma import runtime
+    return runtime.resident_ctas(KERNELS[cfg["kind"]], buffer_bytes(cfg, itemsize) + runtime.ALIGN_SLACK)
+
+
+def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
     """Rows (``part="copy"``, GB/s of read + write) for torch's copy and every entry of ``COPIES``."""
     import cupy as cp
     import torch
@@ -62,6 +88,8 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 50) -> list:
                          shape=(M, N), dtype="float16", check=same, reset=lambda: y.fill_(float("nan")), reps=reps)
     for r in rows:
         r["part"] = "copy"
-        if r["name"] in COPIES:
-            r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]])
+        cfg = COPIES.get(r["name"])
+        if cfg is not None:
+            r["ctas_per_sm"] = resident(cfg) if cfg["kind"] in ("tile", "chunk") else cfg["ctas_per_sm"]
+            r["in_flight_per_sm"] = in_flight_per_sm(cfg, resident=r["ctas_per_sm"])
     return rows

@@ -178,15 +178,9 @@ def check_aligned(name: str, a) -> None:
         raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
 
 
-def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1,
-                  span: bool = False):
-    """``(launch, status)`` for the 1-D bulk copy (``cp.async.bulk``, no tensor map) of the
-    contiguous CuPy array ``src`` into ``dst``: each CTA walks ``chunk_bytes`` chunks with
-    ``stages`` shared-memory buffers: round robin over the grid (CTA ``b`` takes chunks ``b``,
-    ``b + grid``, ...), or with ``span=True`` one contiguous run of chunks per CTA. Checks the
-    rules the instruction has: 16-byte aligned addresses, sizes that are multiples of 16 B, and
-    the shared memory the buffers need."""
-    import cupy as cp
+def _check_bulk(src, dst, chunk_bytes) -> None:
+    """The rules a 1-D bulk copy of ``src`` into ``dst`` in ``chunk_bytes`` chunks has: contiguous
+    arrays at 16-byte aligned addresses, equal dtype and size, sizes a multiple of 16 B."""
     for name, a in (("src", src), ("dst", dst)):
         if not a.flags.c_contiguous:
             raise ValueError(f"{name} must be contiguous: a 1-D bulk copy moves one run of bytes")
@@ -198,6 +192,18 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
         raise ValueError(f"the copy is {src.nbytes} B: cp.async.bulk sizes must be a positive multiple of 16 B")
     if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % 16 == 0):
         raise ValueError(f"chunk_bytes must be a positive multiple of 16, got {chunk_bytes!r}")
+
+
+def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1,
+                  span: bool = False):
+    """``(launch, status)`` for the 1-D bulk copy (``cp.async.bulk``, no tensor map) of the
+    contiguous CuPy array ``src`` into ``dst``: each CTA walks ``chunk_bytes`` chunks with
+    ``stages`` shared-memory buffers: round robin over the grid (CTA ``b`` takes chunks ``b``,
+    ``b + grid``, ...), or with ``span=True`` one contiguous run of chunks per CTA. Checks the
+    rules the instruction has: 16-byte aligned addresses, sizes that are multiples of 16 B, and
+    the shared memory the buffers need."""
+    import cupy as cp
+    _check_bulk(src, dst, chunk_bytes)
     _check_stages(stages)
     if not isinstance(span, bool):
         raise ValueError(f"span must be True or False, got {span!r}")
@@ -209,6 +215,27 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
             np.uint64(TIMEOUT_NS))
     grid = (sms * ctas_per_sm,)
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
+
+
+def chunk_launcher(src, dst, chunk_bytes: int = 32768):
+    """``(launch, status)`` for the 1-D bulk copy with no loop: one CTA per ``chunk_bytes`` chunk
+    (load, wait, store, exit), as many resident per SM as their shared memory allows. Same rules
+    as :func:`bulk_launcher`."""
+    _check_bulk(src, dst, chunk_bytes)
+    smem = chunk_bytes + ALIGN_SLACK
+    k = kernel("bulk_copy_chunk", smem)
+    status = _status()
+    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), status, np.uint64(TIMEOUT_NS))
+    grid = (-(-src.nbytes // chunk_bytes),)
+    return (lambda: k(grid, (32,), args, shared_mem=smem)), status
+
+
+def resident_ctas(name: str, smem_bytes: int, threads: int = 32) -> int:
+    """How many CTAs of kernel ``name`` (``threads`` each, ``smem_bytes`` of dynamic shared memory)
+    one SM holds at once, from the CUDA occupancy calculator (needs a GPU)."""
+    import cupy as cp
+    k = kernel(name, smem_bytes)
+    return int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(k.kernel.ptr, threads, smem_bytes))
 
 
 def tiles_launcher(src, dst, box_shape=(64, 128), **spec_kwargs):

@@ -224,6 +224,27 @@ extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigne
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
 }
 
+// (h) The 1-D bulk copy without the loop: each CTA copies ONE chunk (load -> wait -> store) and
+// exits, and the hardware's CTA scheduler starts the next CTA in its place. The chunks in flight
+// per SM are the CTAs resident there (shared memory decides how many), each independent of the
+// others: no chunk waits behind an older one of the same CTA.
+extern "C" __global__ void bulk_copy_chunk(const unsigned char* src, unsigned char* dst,
+                                           unsigned long long total, unsigned chunk, int* status,
+                                           unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  if (threadIdx.x != 0) return;
+  unsigned long long at = (unsigned long long)blockIdx.x * chunk;
+  if (at >= total) return;
+  unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk), bar = smem_addr(&bar_storage);
+  mbar_init(bar, 1);
+  mbar_expect_tx(bar, bytes);
+  bulk_load(smem_addr(smem), src + at, bytes, bar);
+  if (!mbar_wait_bounded(bar, 0, timeout_ns)) { atomicExch(status, 1); return; }
+  bulk_store(dst + at, smem_addr(smem), bytes);
+  asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the read
+}
+
 // (g) The simplest TMA copy: one tile per CTA, load -> wait -> store.
 extern "C" __global__ void tma_copy_tile(const __grid_constant__ TensorMap src,
                                          const __grid_constant__ TensorMap dst, int tiles_x,
