@@ -114,3 +114,30 @@ def test_the_span_contender_changes_one_thing():
 def test_the_copy_results_file_belongs_to_notebook_05():
     from utils.core import gallery
     assert gallery.source(cm.STEM) == "day05_tma/05_gemm_ladder"
+
+
+def _copy_recording(folder, device, date, names):
+    import json
+    rows = [dict(name=n, metric="GB/s", value=1000.0, ratio=1.0, reference=cm.MEMCPY, reference_value=1000.0,
+                 shape=[8192, 8192], dtype="float16", part="copy") for n in names]
+    (folder / results.device_slug(device)).mkdir(parents=True, exist_ok=True)
+    (folder / results.device_slug(device) / f"{cm.STEM}.json").write_text(json.dumps(dict(device=device, date=date, rows=rows)))
+    return rows
+
+
+def test_copy_rows_fall_back_to_the_latest_recording_with_every_contender(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    full = _copy_recording(tmp_path, "NVIDIA H100 80GB HBM3", "2026-11-25T12:00:00", [cm.MEMCPY, *cm.COPIES])
+    old = _copy_recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", [cm.MEMCPY, cm.TMA_2D])   # before no-loop
+    assert cm.copy_rows(full, "shown") == (full, "shown")
+    got, label = cm.copy_rows(old, "recorded on NVIDIA H200")
+    assert [r["name"] for r in got] == [cm.MEMCPY, *cm.COPIES]
+    assert label.startswith("copy contenders: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
+    (tmp_path / "nvidia-h100-80gb-hbm3" / f"{cm.STEM}.json").unlink()
+    with pytest.raises(LookupError, match="holds every copy contender"):
+        cm.copy_rows(old, "x")
+
+
+def test_every_one_change_pair_names_two_contenders():
+    for a, b in cm.ONE_CHANGE:
+        assert a in cm.COPIES and b in cm.COPIES and a != b

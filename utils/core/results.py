@@ -182,6 +182,20 @@ def load(stem: str, device: str | None = None) -> dict:
     return dict(pick_, others=[d["device"] for d in all_docs if d is not pick_])
 
 
+def rows_or_latest(stem: str, rows: list, label_: str, has, what: str, tag: str) -> tuple[list, str]:
+    """``(rows, label_)`` if ``has(rows)``; otherwise the rows of the most recent recording of
+    ``stem`` for which ``has`` holds (a recording made before ``what`` was added to the notebook
+    falls back this way), labelled ``"<tag>: recorded on ..."``. Raises LookupError naming
+    ``what`` if no recording has it."""
+    if has(rows):
+        return rows, label_
+    docs = [d for d in documents(stem) if has(d["rows"])]
+    if not docs:
+        raise LookupError(f"no recording of {stem!r} holds {what}: record it on a Hopper GPU")
+    doc = max(docs, key=lambda d: d["date"])
+    return doc["rows"], f"{tag}: {label(doc)}"
+
+
 def label(doc: dict) -> str:
     """``recorded on <device>, <date>`` (plus the other devices that recorded the same notebook)."""
     text = f"recorded on {doc['device']}, {doc['date'][:10]}"

@@ -32,6 +32,11 @@ COPIES = {
     NO_LOOP_32K: dict(kind="chunk", chunk_bytes=32768),
     NO_LOOP_8K: dict(kind="chunk", chunk_bytes=8192),
 }
+ONE_CHANGE = (   # (contender, the one it changes one thing of)
+    (SPAN, "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM"),   # which chunks a CTA takes
+    (NO_LOOP_32K, LOOP_32K),                                 # the loop: same chunks, same bytes in flight
+    (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
+)
 KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "tile": "tma_copy_tile",
            "chunk": "bulk_copy_chunk"}
 
@@ -65,6 +70,16 @@ def resident(cfg: dict, itemsize: int = 2) -> int:
     """CTAs of a one-per-CTA copy that one SM holds at once (the CUDA occupancy calculator)."""
     from ..tma import runtime
     return runtime.resident_ctas(KERNELS[cfg["kind"]], buffer_bytes(cfg, itemsize) + runtime.ALIGN_SLACK)
+
+
+def copy_rows(rows: list, label: str) -> tuple[list, str]:
+    """The ``part="copy"`` rows holding every contender: ``rows`` if they do, else those of the
+    most recent recording that does (labelled as such)."""
+    from ..core import results
+    want = {MEMCPY, *COPIES}
+    got, label = results.rows_or_latest(STEM, rows, label, lambda rs: want <= {r["name"] for r in rs},
+                                        "every copy contender", "copy contenders")
+    return [r for r in got if r.get("part") == "copy"], label
 
 
 def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:

@@ -174,14 +174,9 @@ def part_rows(rows: list, part: str, label: str) -> tuple[list, str]:
     and that recording's label. Raises LookupError if no recording has them."""
     from ..core import results
     parts = (part, f"{part} counters")
-    got = [r for r in rows if r.get("part") in parts]
-    if got:
-        return got, label
-    docs = [d for d in results.documents(STEM) if any(r.get("part") == part for r in d["rows"])]
-    if not docs:
-        raise LookupError(f"no recording of {STEM!r} holds the {part!r} rows: record it on a Hopper GPU")
-    doc = max(docs, key=lambda d: d["date"])
-    return [r for r in doc["rows"] if r.get("part") in parts], f"{part}: {results.label(doc)}"
+    got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == part for r in rs),
+                                        f"the {part!r} rows", part)
+    return [r for r in got if r.get("part") in parts], label
 
 
 def plot(oos_rows: list, ctr_rows: list, label: str = ""):
