@@ -77,6 +77,29 @@ def test_bytes_in_flight_per_sm():
             cm.in_flight_per_sm(cm.COPIES[cm.NO_LOOP_8K], resident=bad)
 
 
+@pytest.mark.parametrize("kw, match", [
+    (dict(ctas_per_sm=0), r"ctas_per_sm must be an int in 1\.\.32"),
+    (dict(ctas_per_sm=33), r"ctas_per_sm must be an int in 1\.\.32"),
+    (dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32"),
+    (dict(dynamic=1), "dynamic must be True or False"),
+    (dict(chunk_bytes=100), "chunk_bytes must be a positive multiple of 16"),
+    (dict(chunk_bytes=256 * 1024), "exceeds"),
+])
+def test_serial_launcher_names_the_rule_broken(kw, match):
+    with pytest.raises(ValueError, match=match):
+        runtime.serial_launcher(fake(), fake(), **kw)
+
+
+def test_the_serial_contenders_change_one_thing():
+    loop, serial, counter = (cm.COPIES[n] for n in (cm.LOOP_32K, cm.SERIAL, cm.COUNTER))
+    assert cm.in_flight_per_sm(serial) == cm.in_flight_per_sm(loop) == 6 * 32768   # stages -> CTAs, same bytes
+    assert serial["chunk_bytes"] == loop["chunk_bytes"]
+    assert counter == {**serial, "dynamic": True}
+    src = runtime.kernel_source("bulk_copy_serial")
+    assert "atomicAdd(next, 1ULL)" in src and "i += gridDim.x" in src
+    assert "atom.global.add.u64" in ptx.entry(runtime.ptx(), "bulk_copy_serial")
+
+
 def test_the_no_loop_contenders_change_one_thing():
     assert cm.COPIES[cm.NO_LOOP_32K]["chunk_bytes"] == cm.COPIES[cm.LOOP_32K]["chunk_bytes"]
     assert cm.COPIES[cm.TILE_2D]["box_shape"] == cm.COPIES[cm.TMA_2D]["box_shape"]

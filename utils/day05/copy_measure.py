@@ -4,7 +4,9 @@ TMA copies of ``utils/tma/tma_kernels.cu``, one change at a time.
 ``COPIES`` lists the contenders in ladder order: notebook 02's 2-D tensor-map copy; the same
 pipeline with 1-D bulk copies (``cp.async.bulk``, no tensor map) and the same bytes in flight per
 SM; then bigger chunks and more stages; then the 32 KiB round-robin copy with one change: each
-CTA copies one contiguous run of chunks instead of every grid-th chunk. Last, the copies with no
+CTA copies one contiguous run of chunks instead of every grid-th chunk. Then the 6-stage loop's
+stages spread over 6 CTAs per SM, one chunk at a time each, and the same with each CTA taking the
+next untaken chunk from a counter instead of a fixed round robin. Last, the copies with no
 loop: one tile or chunk per CTA (load, wait, store, exit), as many CTAs resident per SM as their
 shared memory allows (the occupancy calculator's count is recorded with each row). Every output
 is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
@@ -18,6 +20,8 @@ MEMCPY = "torch copy (memcpy)"
 TMA_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), 4 stages, 2 CTAs/SM"
 SPAN = "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM, one span per CTA"   # vs round robin: one change
 LOOP_32K = "1-D bulk, 32 KiB chunks, 6 stages, 1 CTA/SM"
+SERIAL = "1-D bulk, 32 KiB chunks, one at a time, 6 CTAs/SM"          # vs LOOP_32K: stages -> CTAs
+COUNTER = "1-D bulk, 32 KiB chunks, one at a time, 6 CTAs/SM, from a counter"   # vs SERIAL: one change
 NO_LOOP_32K = "1-D bulk, 32 KiB chunks, one per CTA (no loop)"      # vs LOOP_32K: one change
 NO_LOOP_8K = "1-D bulk, 8 KiB chunks, one per CTA (no loop)"
 TILE_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), one per CTA (no loop)"  # vs TMA_2D: one change
@@ -28,17 +32,21 @@ COPIES = {
     LOOP_32K: dict(kind="bulk", chunk_bytes=32768, stages=6, ctas_per_sm=1),
     "1-D bulk, 64 KiB chunks, 3 stages, 1 CTA/SM": dict(kind="bulk", chunk_bytes=65536, stages=3, ctas_per_sm=1),
     SPAN: dict(kind="bulk", chunk_bytes=32768, stages=4, ctas_per_sm=1, span=True),
+    SERIAL: dict(kind="serial", chunk_bytes=32768, ctas_per_sm=6, dynamic=False),
+    COUNTER: dict(kind="serial", chunk_bytes=32768, ctas_per_sm=6, dynamic=True),
     TILE_2D: dict(kind="tile", box_shape=(32, 256)),
     NO_LOOP_32K: dict(kind="chunk", chunk_bytes=32768),
     NO_LOOP_8K: dict(kind="chunk", chunk_bytes=8192),
 }
 ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (SPAN, "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM"),   # which chunks a CTA takes
+    (SERIAL, LOOP_32K),                                      # 6 stages in 1 CTA -> 1 chunk in each of 6 CTAs
+    (COUNTER, SERIAL),                                       # fixed round robin -> the next untaken chunk
     (NO_LOOP_32K, LOOP_32K),                                 # the loop: same chunks, same bytes in flight
     (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
 )
-KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "tile": "tma_copy_tile",
-           "chunk": "bulk_copy_chunk"}
+KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": "bulk_copy_serial",
+           "tile": "tma_copy_tile", "chunk": "bulk_copy_chunk"}
 
 
 def buffer_bytes(cfg: dict, itemsize: int = 2) -> int:
@@ -54,7 +62,7 @@ def in_flight_per_sm(cfg: dict, itemsize: int = 2, resident: int | None = None) 
             raise ValueError(f"a one-per-CTA copy keeps `resident` buffers per SM: pass the CTAs an SM "
                              f"holds (a positive int), got {resident!r}")
         return buffer_bytes(cfg, itemsize) * resident
-    return cfg["stages"] * buffer_bytes(cfg, itemsize) * cfg["ctas_per_sm"]
+    return cfg.get("stages", 1) * buffer_bytes(cfg, itemsize) * cfg["ctas_per_sm"]
 
 
 def launcher(x, y, cfg: dict):
@@ -62,8 +70,8 @@ def launcher(x, y, cfg: dict):
     once), and the status word its bounded waits write."""
     from ..tma import runtime
     kw = {k: v for k, v in cfg.items() if k != "kind"}
-    return {"2d": runtime.pipelined_launcher, "bulk": runtime.bulk_launcher, "tile": runtime.tiles_launcher,
-            "chunk": runtime.chunk_launcher}[cfg["kind"]](x, y, **kw)
+    return {"2d": runtime.pipelined_launcher, "bulk": runtime.bulk_launcher, "serial": runtime.serial_launcher,
+            "tile": runtime.tiles_launcher, "chunk": runtime.chunk_launcher}[cfg["kind"]](x, y, **kw)
 
 
 def resident(cfg: dict, itemsize: int = 2) -> int:

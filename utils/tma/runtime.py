@@ -230,6 +230,26 @@ def chunk_launcher(src, dst, chunk_bytes: int = 32768):
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 
 
+def serial_launcher(src, dst, chunk_bytes: int = 32768, ctas_per_sm: int = 6, dynamic: bool = False):
+    """``(launch, status)`` for the 1-D bulk copy that loops over ONE chunk at a time per CTA, with
+    ``ctas_per_sm`` CTAs per SM: chunks taken in a fixed round robin, or with ``dynamic=True`` the
+    next untaken chunk from a global counter (which the kernel resets when it ends). Same rules as
+    :func:`bulk_launcher`."""
+    import cupy as cp
+    _check_bulk(src, dst, chunk_bytes)
+    if not (isinstance(ctas_per_sm, int) and not isinstance(ctas_per_sm, bool) and 1 <= ctas_per_sm <= 32):
+        raise ValueError(f"ctas_per_sm must be an int in 1..32, got {ctas_per_sm!r}")
+    if not isinstance(dynamic, bool):
+        raise ValueError(f"dynamic must be True or False, got {dynamic!r}")
+    smem = chunk_bytes + ALIGN_SLACK
+    k = kernel("bulk_copy_serial", smem)
+    sms = cp.cuda.Device().attributes["MultiProcessorCount"]
+    status, counters = _status(), cp.zeros(2, dtype=cp.uint64)
+    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), np.int32(dynamic), counters, status,
+            np.uint64(TIMEOUT_NS))
+    return (lambda: k((sms * ctas_per_sm,), (32,), args, shared_mem=smem)), status
+
+
 def resident_ctas(name: str, smem_bytes: int, threads: int = 32) -> int:
     """How many CTAs of kernel ``name`` (``threads`` each, ``smem_bytes`` of dynamic shared memory)
     one SM holds at once, from the CUDA occupancy calculator (needs a GPU)."""

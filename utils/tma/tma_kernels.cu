@@ -224,6 +224,36 @@ extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigne
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the reads
 }
 
+// (h) The loop with ONE chunk at a time per CTA (load -> wait -> store -> wait until the store has
+// read the buffer -> next chunk): no ring, so no chunk ever waits behind an older one of its CTA.
+// Which chunk comes next: chunk blockIdx.x + i * gridDim.x (a fixed round robin), or with
+// `dynamic` the next one no CTA has taken yet, from the counter next[0]. The last CTA to finish
+// resets the counters (next[1] counts the CTAs done), so the next launch starts from chunk 0.
+extern "C" __global__ void bulk_copy_serial(const unsigned char* src, unsigned char* dst,
+                                            unsigned long long total, unsigned chunk, int dynamic,
+                                            unsigned long long* next, int* status,
+                                            unsigned long long timeout_ns) {
+  unsigned char* smem = smem_base();
+  __shared__ __align__(8) unsigned long long bar_storage;
+  if (threadIdx.x != 0) return;
+  unsigned bar = smem_addr(&bar_storage), phase = 0;
+  unsigned long long n_chunks = (total + chunk - 1) / chunk;
+  mbar_init(bar, 1);
+  for (unsigned long long i = blockIdx.x;; phase ^= 1) {
+    if (dynamic) i = atomicAdd(next, 1ULL);            // the next chunk nobody has taken
+    if (i >= n_chunks) break;
+    unsigned long long at = i * chunk;
+    unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk);
+    mbar_expect_tx(bar, bytes);
+    bulk_load(smem_addr(smem), src + at, bytes, bar);
+    if (!mbar_wait_bounded(bar, phase, timeout_ns)) { atomicExch(status, 1); break; }
+    bulk_store(dst + at, smem_addr(smem), bytes);
+    asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // the buffer is free again
+    if (!dynamic) i += gridDim.x;
+  }
+  if (dynamic && atomicAdd(next + 1, 1ULL) == gridDim.x - 1) { next[0] = 0; next[1] = 0; }
+}
+
 // (h) The 1-D bulk copy without the loop: each CTA copies ONE chunk (load -> wait -> store) and
 // exits, and the hardware's CTA scheduler starts the next CTA in its place. The chunks in flight
 // per SM are the CTAs resident there (shared memory decides how many), each independent of the
