@@ -164,3 +164,19 @@ def test_copy_rows_fall_back_to_the_latest_recording_with_every_contender(tmp_pa
 def test_every_one_change_pair_names_two_contenders():
     for a, b in cm.ONE_CHANGE:
         assert a in cm.COPIES and b in cm.COPIES and a != b
+
+
+def test_the_copy_plot_draws_every_contender_and_refuses_none():
+    import matplotlib
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+    rows = [dict(name=cm.MEMCPY, ratio=1.0)] + [dict(name=n, ratio=0.97 + 0.003 * i, ratio_lo=0.96, ratio_hi=1.0)
+                                                 for i, n in enumerate(cm.COPIES)]
+    fig = cm.plot(rows, "test")
+    ax = fig.axes[0]
+    assert [t.get_text() for t in ax.get_yticklabels()] == list(cm.COPIES)
+    greens = sum(1 for c in cm.COPIES.values() if c["kind"] in ("tile", "chunk"))
+    assert greens == 3
+    plt.close(fig)
+    with pytest.raises(ValueError, match="no copy contender"):
+        cm.plot([dict(name=cm.MEMCPY, ratio=1.0)])

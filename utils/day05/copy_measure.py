@@ -116,3 +116,28 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
             r["ctas_per_sm"] = resident(cfg) if cfg["kind"] in ("tile", "chunk") else cfg["ctas_per_sm"]
             r["in_flight_per_sm"] = in_flight_per_sm(cfg, resident=r["ctas_per_sm"])
     return rows
+
+
+def plot(rows: list, label: str = ""):
+    """Each copy's ratio to memcpy (median, with a bar from its lowest to its highest round), in
+    ladder order: copies that loop in blue, those without a loop in green; a line at 1.0."""
+    import matplotlib.pyplot as plt
+    shown = [r for r in rows if r["name"] in COPIES]
+    if not shown:
+        raise ValueError("no copy contender in rows")
+    fig, ax = plt.subplots(figsize=(9, 0.6 + 0.42 * len(shown)))
+    y = range(len(shown))
+    ratio = [r["ratio"] for r in shown]
+    err = [[r["ratio"] - r.get("ratio_lo", r["ratio"]) for r in shown],
+           [r.get("ratio_hi", r["ratio"]) - r["ratio"] for r in shown]]
+    colors = ["tab:green" if COPIES[r["name"]]["kind"] in ("tile", "chunk") else "tab:blue" for r in shown]
+    ax.errorbar(ratio, y, xerr=err, fmt="none", ecolor="black", capsize=3)
+    ax.scatter(ratio, y, c=colors, zorder=3)
+    ax.axvline(1.0, color="gray", ls="--", lw=1)
+    ax.set_yticks(list(y), [r["name"] for r in shown], fontsize=8)
+    ax.invert_yaxis()
+    ax.set_xlabel("ratio to memcpy (median; bar: lowest to highest round)")
+    where = label.split("; also")[0]                     # the recording shown, not the others
+    ax.set_title(f"05 §6: TMA copies against memcpy (blue: a loop; green: one per CTA)\n{where}", fontsize=10)
+    fig.tight_layout()
+    return fig
