@@ -114,6 +114,8 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
         cfg = COPIES.get(r["name"])
         if cfg is not None:
             r["ctas_per_sm"] = resident(cfg) if cfg["kind"] in ("tile", "chunk") else cfg["ctas_per_sm"]
+            if cfg["kind"] == "serial" and resident(cfg) < cfg["ctas_per_sm"]:
+                raise RuntimeError(f"{r['name']}: only {resident(cfg)} of its CTAs fit on an SM at once")
             r["in_flight_per_sm"] = in_flight_per_sm(cfg, resident=r["ctas_per_sm"])
     return rows
 
