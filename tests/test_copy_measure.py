@@ -180,3 +180,13 @@ def test_the_copy_plot_draws_every_contender_and_refuses_none():
     plt.close(fig)
     with pytest.raises(ValueError, match="no copy contender"):
         cm.plot([dict(name=cm.MEMCPY, ratio=1.0)])
+
+
+def test_ctas_per_sm_counts_what_fits_and_refuses_a_serial_copy_that_does_not(monkeypatch):
+    monkeypatch.setattr(cm, "resident", lambda cfg: 5)
+    assert cm.ctas_per_sm(cm.NO_LOOP_32K, cm.COPIES[cm.NO_LOOP_32K]) == 5            # as many as fit
+    assert cm.ctas_per_sm(cm.LOOP_32K, cm.COPIES[cm.LOOP_32K]) == 1                  # as configured
+    with pytest.raises(RuntimeError, match="only 5 of its 6 CTAs fit on an SM at once"):
+        cm.ctas_per_sm(cm.SERIAL, cm.COPIES[cm.SERIAL])
+    monkeypatch.setattr(cm, "resident", lambda cfg: 6)
+    assert cm.ctas_per_sm(cm.SERIAL, cm.COPIES[cm.SERIAL]) == 6

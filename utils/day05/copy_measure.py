@@ -45,6 +45,7 @@ ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (NO_LOOP_32K, LOOP_32K),                                 # the loop: same chunks, same bytes in flight
     (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
 )
+ONE_PER_CTA = ("tile", "chunk")   # the kinds with no loop: one tile or chunk per CTA
 KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": "bulk_copy_serial",
            "tile": "tma_copy_tile", "chunk": "bulk_copy_chunk"}
 
@@ -57,7 +58,7 @@ def buffer_bytes(cfg: dict, itemsize: int = 2) -> int:
 def in_flight_per_sm(cfg: dict, itemsize: int = 2, resident: int | None = None) -> int:
     """Bytes a configuration keeps in flight per SM: stages x buffer x CTAs per SM for the loops;
     buffer x ``resident`` (CTAs an SM holds at once, measured on the GPU) for one-per-CTA copies."""
-    if cfg["kind"] in ("tile", "chunk"):
+    if cfg["kind"] in ONE_PER_CTA:
         if not (isinstance(resident, int) and resident > 0):
             raise ValueError(f"a one-per-CTA copy keeps `resident` buffers per SM: pass the CTAs an SM "
                              f"holds (a positive int), got {resident!r}")
@@ -80,6 +81,16 @@ def resident(cfg: dict, itemsize: int = 2) -> int:
     return runtime.resident_ctas(KERNELS[cfg["kind"]], buffer_bytes(cfg, itemsize) + runtime.ALIGN_SLACK)
 
 
+def ctas_per_sm(name: str, cfg: dict) -> int:
+    """The CTAs per SM contender ``name`` runs with: for a one-per-CTA copy, as many as fit (the
+    occupancy calculator); otherwise the configured count, which for a serial copy must all fit."""
+    if cfg["kind"] in ONE_PER_CTA:
+        return resident(cfg)
+    if cfg["kind"] == "serial" and resident(cfg) < cfg["ctas_per_sm"]:
+        raise RuntimeError(f"{name}: only {resident(cfg)} of its {cfg['ctas_per_sm']} CTAs fit on an SM at once")
+    return cfg["ctas_per_sm"]
+
+
 def copy_rows(rows: list, label: str) -> tuple[list, str]:
     """The ``part="copy"`` rows holding every contender: ``rows`` if they do, else those of the
     most recent recording that does (labelled as such)."""
@@ -98,9 +109,11 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
     y = torch.empty_like(x)
     cx, cy = cp.asarray(x), cp.asarray(y)
     contenders, statuses = {MEMCPY: lambda: y.copy_(x)}, {}
+    per_sm = {}
     for name, cfg in COPIES.items():
         launch, statuses[name] = launcher(cx, cy, cfg)
         contenders[name] = lambda launch=launch: (launch(), y)[1]
+        per_sm[name] = ctas_per_sm(name, cfg)
 
     def same(name, out, ref):
         torch.cuda.synchronize()
@@ -111,12 +124,9 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
                          shape=(M, N), dtype="float16", check=same, reset=lambda: y.fill_(float("nan")), reps=reps)
     for r in rows:
         r["part"] = "copy"
-        cfg = COPIES.get(r["name"])
-        if cfg is not None:
-            r["ctas_per_sm"] = resident(cfg) if cfg["kind"] in ("tile", "chunk") else cfg["ctas_per_sm"]
-            if cfg["kind"] == "serial" and resident(cfg) < cfg["ctas_per_sm"]:
-                raise RuntimeError(f"{r['name']}: only {resident(cfg)} of its CTAs fit on an SM at once")
-            r["in_flight_per_sm"] = in_flight_per_sm(cfg, resident=r["ctas_per_sm"])
+        if r["name"] in COPIES:
+            r["ctas_per_sm"] = per_sm[r["name"]]
+            r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]], resident=r["ctas_per_sm"])
     return rows
 
 
@@ -132,7 +142,7 @@ def plot(rows: list, label: str = ""):
     ratio = [r["ratio"] for r in shown]
     err = [[r["ratio"] - r.get("ratio_lo", r["ratio"]) for r in shown],
            [r.get("ratio_hi", r["ratio"]) - r["ratio"] for r in shown]]
-    colors = ["tab:green" if COPIES[r["name"]]["kind"] in ("tile", "chunk") else "tab:blue" for r in shown]
+    colors = ["tab:green" if COPIES[r["name"]]["kind"] in ONE_PER_CTA else "tab:blue" for r in shown]
     ax.errorbar(ratio, y, xerr=err, fmt="none", ecolor="black", capsize=3)
     ax.scatter(ratio, y, c=colors, zorder=3)
     ax.axvline(1.0, color="gray", ls="--", lw=1)

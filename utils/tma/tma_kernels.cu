@@ -256,8 +256,8 @@ extern "C" __global__ void bulk_copy_serial(const unsigned char* src, unsigned c
 
 // (h) The 1-D bulk copy without the loop: each CTA copies ONE chunk (load -> wait -> store) and
 // exits, and the hardware's CTA scheduler starts the next CTA in its place. The chunks in flight
-// per SM are the CTAs resident there (shared memory decides how many), each independent of the
-// others: no chunk waits behind an older one of the same CTA.
+// per SM are the CTAs resident there (shared memory decides how many): no ring, no stage index,
+// no phase to track.
 extern "C" __global__ void bulk_copy_chunk(const unsigned char* src, unsigned char* dst,
                                            unsigned long long total, unsigned chunk, int* status,
                                            unsigned long long timeout_ns) {
