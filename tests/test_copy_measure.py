@@ -150,11 +150,11 @@ def _copy_recording(folder, device, date, names):
 
 def test_copy_rows_fall_back_to_the_latest_recording_with_every_contender(tmp_path, monkeypatch):
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
-    full = _copy_recording(tmp_path, "NVIDIA H100 80GB HBM3", "2026-11-25T12:00:00", [cm.MEMCPY, *cm.COPIES])
+    full = _copy_recording(tmp_path, "NVIDIA H100 80GB HBM3", "2026-11-25T12:00:00", [cm.MEMCPY, cm.MEMCPY_AGAIN, *cm.COPIES])
     old = _copy_recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", [cm.MEMCPY, cm.TMA_2D])   # before no-loop
     assert cm.copy_rows(full, "shown") == (full, "shown")
     got, label = cm.copy_rows(old, "recorded on NVIDIA H200")
-    assert [r["name"] for r in got] == [cm.MEMCPY, *cm.COPIES]
+    assert [r["name"] for r in got] == [cm.MEMCPY, cm.MEMCPY_AGAIN, *cm.COPIES]
     assert label.startswith("copy contenders: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
     (tmp_path / "nvidia-h100-80gb-hbm3" / f"{cm.STEM}.json").unlink()
     with pytest.raises(LookupError, match="holds every copy contender"):
@@ -170,13 +170,13 @@ def test_the_copy_plot_draws_every_contender_and_refuses_none():
     import matplotlib
     matplotlib.use("Agg")
     import matplotlib.pyplot as plt
-    rows = [dict(name=cm.MEMCPY, ratio=1.0)] + [dict(name=n, ratio=0.97 + 0.003 * i, ratio_lo=0.96, ratio_hi=1.0)
+    rows = [dict(name=cm.MEMCPY, ratio=1.0)] + [dict(name=n, ratio=0.97 + 0.003 * i, ratio_lo=0.96, ratio_hi=1.1)
                                                  for i, n in enumerate(cm.COPIES)]
-    fig = cm.plot(rows, "test")
+    fig = cm.plot(rows + [dict(name=cm.MEMCPY_AGAIN, ratio=0.999, ratio_lo=0.998, ratio_hi=1.001)], "test")
     ax = fig.axes[0]
-    assert [t.get_text() for t in ax.get_yticklabels()] == list(cm.COPIES)
+    assert [t.get_text() for t in ax.get_yticklabels()] == [*cm.COPIES, cm.MEMCPY_AGAIN]
     greens = sum(1 for c in cm.COPIES.values() if c["kind"] in ("tile", "chunk"))
-    assert greens == 3
+    assert greens == 4
     plt.close(fig)
     with pytest.raises(ValueError, match="no copy contender"):
         cm.plot([dict(name=cm.MEMCPY, ratio=1.0)])
@@ -190,3 +190,58 @@ def test_ctas_per_sm_counts_what_fits_and_refuses_a_serial_copy_that_does_not(mo
         cm.ctas_per_sm(cm.SERIAL, cm.COPIES[cm.SERIAL])
     monkeypatch.setattr(cm, "resident", lambda cfg: 6)
     assert cm.ctas_per_sm(cm.SERIAL, cm.COPIES[cm.SERIAL]) == 6
+
+
+def _kernel(name, us, dram_pct=80.0):
+    return {"kernel": name, "gpu__time_duration.sum": us * 1e3, cm.DRAM_PCT: dram_pct,
+            "dram__bytes_read.sum": 1.3e8, "dram__bytes_write.sum": 1.1e8}
+
+
+def _counted(copy_us=88.0):
+    return [_kernel("void at::native::reduce_kernel<512, 1, at::native::ReduceOp<float>>", 50.0, 91.0),
+            _kernel("void at::native::vectorized_elementwise_kernel<4, at::native::FillFunctor<c10::Half>>", 52.0)] + \
+           [_kernel(cm.KERNELS[cm.COPIES[n]["kind"]], copy_us) for n in cm.COUNTED]
+
+
+def test_counter_rows_name_each_kernel_and_count_the_bytes_its_job_moves():
+    rows = cm.counter_rows(_counted())
+    results.validate_rows(rows)
+    assert [r["name"] for r in rows] == [cm.READ_ONLY, cm.WRITE_ONLY, *cm.COUNTED]
+    nbytes = 8192 * 8192 * 2
+    assert rows[0]["value"] == pytest.approx(nbytes / 50e-6 / 1e9) and rows[0]["ratio"] == 1.0
+    assert rows[2]["value"] == pytest.approx(2 * nbytes / 88e-6 / 1e9)      # a copy reads and writes
+    assert rows[2]["ratio"] == pytest.approx(rows[2]["value"] / rows[0]["value"])
+    assert {r["part"] for r in rows} == {"copy counters"} and rows[0]["dram_busy_pct"] == 91.0
+
+
+@pytest.mark.parametrize("change, match", [
+    (lambda ks: ks[:-1], "expected one reduce kernel, one fill and 4 copies"),
+    (lambda ks: ks[1:], "expected one reduce kernel"),
+    (lambda ks: ks + [ks[0]], "expected one reduce kernel"),
+    (lambda ks: ks[:2] + ks[2:][::-1], "not COUNTED's kernels in order"),
+])
+def test_counter_rows_refuse_launches_that_are_not_the_ones_counted(change, match):
+    with pytest.raises(RuntimeError, match=match):
+        cm.counter_rows(change(_counted()))
+
+
+def test_counted_copies_are_contenders_and_the_null_row_is_not_a_tma_copy():
+    assert set(cm.COUNTED) <= set(cm.COPIES)
+    assert cm.MEMCPY_AGAIN not in cm.COPIES and cm.MEMCPY_AGAIN != cm.MEMCPY
+    assert cm.COPIES[cm.NO_LOOP_2K] == dict(kind="chunk", chunk_bytes=2048)
+
+
+def test_copy_counters_fall_back_to_the_latest_recording_with_them(tmp_path, monkeypatch):
+    import json
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    timed = _copy_recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", [cm.MEMCPY, cm.TMA_2D])
+    with pytest.raises(LookupError, match="holds the copy counters"):
+        cm.counters_or_latest(timed, "x")
+    counted = cm.counter_rows(_counted())
+    path = tmp_path / "nvidia-h100-80gb-hbm3" / f"{cm.STEM}.json"
+    path.parent.mkdir(parents=True)
+    path.write_text(json.dumps(dict(device="NVIDIA H100 80GB HBM3", date="2026-11-25T12:00:00", rows=counted)))
+    got, label = cm.counters_or_latest(timed, "recorded on NVIDIA H200")
+    assert [r["name"] for r in got] == [r["name"] for r in counted]
+    assert label.startswith("copy counters: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
+    assert cm.counters_or_latest(timed + counted, "here") == (counted, "here")

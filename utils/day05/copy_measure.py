@@ -8,8 +8,13 @@ CTA copies one contiguous run of chunks instead of every grid-th chunk. Then the
 stages spread over 6 CTAs per SM, one chunk at a time each, and the same with each CTA taking the
 next untaken chunk from a counter instead of a fixed round robin. Last, the copies with no
 loop: one tile or chunk per CTA (load, wait, store, exit), as many CTAs resident per SM as their
-shared memory allows (the occupancy calculator's count is recorded with each row). Every output
+shared memory allows (the occupancy calculator's count is recorded with each row). A second call
+of torch's copy (``MEMCPY_AGAIN``) shows what a ratio reads when nothing changed. Every output
 is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
+
+``measure_counters`` runs some of the copies once each under Nsight Compute, next to a kernel
+that only reads the source and one that only writes the destination: how busy DRAM was, and the
+bytes it read and wrote (torch's copy launches no kernel, so ncu cannot see it).
 """
 from __future__ import annotations
 
@@ -17,6 +22,7 @@ from ..core import bench
 
 STEM = "05_gemm_ladder_copy"   # its own results file, next to 05_gemm_ladder.json
 MEMCPY = "torch copy (memcpy)"
+MEMCPY_AGAIN = "torch copy again (nothing changed)"   # the null result: memcpy against itself
 TMA_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), 4 stages, 2 CTAs/SM"
 SPAN = "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM, one span per CTA"   # vs round robin: one change
 LOOP_32K = "1-D bulk, 32 KiB chunks, 6 stages, 1 CTA/SM"
@@ -24,6 +30,7 @@ SERIAL = "1-D bulk, 32 KiB chunks, one at a time, 6 CTAs/SM"          # vs LOOP_
 COUNTER = "1-D bulk, 32 KiB chunks, one at a time, 6 CTAs/SM, from a counter"   # vs SERIAL: one change
 NO_LOOP_32K = "1-D bulk, 32 KiB chunks, one per CTA (no loop)"      # vs LOOP_32K: one change
 NO_LOOP_8K = "1-D bulk, 8 KiB chunks, one per CTA (no loop)"
+NO_LOOP_2K = "1-D bulk, 2 KiB chunks, one per CTA (no loop)"
 TILE_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), one per CTA (no loop)"  # vs TMA_2D: one change
 COPIES = {
     TMA_2D: dict(kind="2d", box_shape=(32, 256), stages=4, ctas_per_sm=2),
@@ -37,6 +44,7 @@ COPIES = {
     TILE_2D: dict(kind="tile", box_shape=(32, 256)),
     NO_LOOP_32K: dict(kind="chunk", chunk_bytes=32768),
     NO_LOOP_8K: dict(kind="chunk", chunk_bytes=8192),
+    NO_LOOP_2K: dict(kind="chunk", chunk_bytes=2048),
 }
 ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (SPAN, "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM"),   # which chunks a CTA takes
@@ -46,6 +54,11 @@ ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
 )
 ONE_PER_CTA = ("tile", "chunk")   # the kinds with no loop: one tile or chunk per CTA
+READ_ONLY = "read only: torch sum of the source"          # under ncu, next to the copies
+WRITE_ONLY = "write only: torch fill of the destination"
+COUNTED = (LOOP_32K, NO_LOOP_8K, TMA_2D, TILE_2D)          # the copies run once each under ncu
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
+COUNTER_METRICS = ("gpu__time_duration.sum", DRAM_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum")
 KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": "bulk_copy_serial",
            "tile": "tma_copy_tile", "chunk": "bulk_copy_chunk"}
 
@@ -95,20 +108,21 @@ def copy_rows(rows: list, label: str) -> tuple[list, str]:
     """The ``part="copy"`` rows holding every contender: ``rows`` if they do, else those of the
     most recent recording that does (labelled as such)."""
     from ..core import results
-    want = {MEMCPY, *COPIES}
+    want = {MEMCPY, MEMCPY_AGAIN, *COPIES}
     got, label = results.rows_or_latest(STEM, rows, label, lambda rs: want <= {r["name"] for r in rs},
                                         "every copy contender", "copy contenders")
     return [r for r in got if r.get("part") == "copy"], label
 
 
 def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
-    """Rows (``part="copy"``, GB/s of read + write) for torch's copy and every entry of ``COPIES``."""
+    """Rows (``part="copy"``, GB/s of read + write) for torch's copy (twice: the second is the null
+    result) and every entry of ``COPIES``."""
     import cupy as cp
     import torch
     x = bench.randn((M, N), torch.float16, "cuda")
     y = torch.empty_like(x)
     cx, cy = cp.asarray(x), cp.asarray(y)
-    contenders, statuses = {MEMCPY: lambda: y.copy_(x)}, {}
+    contenders, statuses = {MEMCPY: lambda: y.copy_(x), MEMCPY_AGAIN: lambda: y.copy_(x)}, {}
     per_sm = {}
     for name, cfg in COPIES.items():
         launch, statuses[name] = launcher(cx, cy, cfg)
@@ -130,19 +144,102 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
     return rows
 
 
+def _host_source(M: int, N: int):
+    """The fp16 source made on the host (copying it to the GPU launches no kernel for ncu to count)."""
+    import numpy as np
+    import torch
+    return torch.from_numpy(np.random.default_rng(0).standard_normal((M, N), dtype=np.float32).astype(np.float16))
+
+
+def run_once(M: int = 8192, N: int = 8192) -> None:
+    """The profiled process: the read-only and write-only kernels, then each of ``COUNTED`` once.
+    Every result is checked on the host, so the only kernels launched are the ones counted."""
+    import cupy as cp
+    import torch
+    host = _host_source(M, N)
+    x = host.cuda()
+    y = torch.empty_like(x)
+    total = float(x.sum(dtype=torch.float32))                     # READ_ONLY
+    want = host.double().sum().item()
+    if abs(total - want) > 1e-4 * host.double().abs().sum().item():
+        raise AssertionError(f"{READ_ONLY}: {total} != {want}")
+    y.fill_(1.0)                                                  # WRITE_ONLY
+    if not bool((y.cpu() == 1).all()):
+        raise AssertionError(f"{WRITE_ONLY} wrote wrong values")
+    poison = torch.full_like(host, float("nan"))
+    cx, cy = cp.asarray(x), cp.asarray(y)
+    for name in COUNTED:
+        launch, status = launcher(cx, cy, COPIES[name])
+        y.copy_(poison)                                           # host -> GPU: no kernel
+        launch()
+        torch.cuda.synchronize()
+        if int(status.get()[0]):
+            raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
+        if not torch.equal(y.cpu(), host):
+            raise AssertionError(f"{name} copied wrong values")
+
+
+def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
+    """Rows (``part="copy counters"``) from ncu's kernels of one ``run_once``: the read-only kernel
+    (torch's reduce), the write-only one (its fill), then ``COUNTED`` in launch order. ``value`` is the GB/s the kernel's job moves
+    (bytes read + written) over its ncu duration; ``ratio`` is against the read-only kernel's."""
+    names = [k["kernel"] for k in kernels]
+    copies = [k for k in kernels if "copy" in k["kernel"]]
+    reads = [k for k in kernels if "reduce" in k["kernel"]]
+    writes = [k for k in kernels if "Fill" in k["kernel"]]
+    if len(copies) != len(COUNTED) or len(reads) != 1 or len(writes) != 1:
+        raise RuntimeError(f"expected one reduce kernel, one fill and {len(COUNTED)} copies; ncu saw {names}")
+    launched = [c["kernel"] for c in copies]
+    if launched != [KERNELS[COPIES[n]["kind"]] for n in COUNTED]:
+        raise RuntimeError(f"the copies ncu saw ({launched}) are not COUNTED's kernels in order")
+    nbytes = M * N * 2
+    rows = []
+    for name, k, moved in [(READ_ONLY, reads[0], nbytes), (WRITE_ONLY, writes[0], nbytes),
+                           *[(n, c, 2 * nbytes) for n, c in zip(COUNTED, copies)]]:
+        s = k["gpu__time_duration.sum"] * 1e-9
+        rows.append(dict(name=name, metric="GB/s", value=moved / s / 1e9, part="copy counters", shape=[M, N],
+                         dtype="float16", kernel=k["kernel"][:80], ms=s * 1e3, moved_bytes=moved,
+                         dram_busy_pct=k[DRAM_PCT], dram_read_bytes=k["dram__bytes_read.sum"],
+                         dram_write_bytes=k["dram__bytes_write.sum"]))
+    for r in rows:
+        r.update(reference=READ_ONLY, reference_value=rows[0]["value"], ratio=r["value"] / rows[0]["value"])
+    return rows
+
+
+def measure_counters(M: int = 8192, N: int = 8192) -> list:
+    """``counter_rows`` of one ``run_once`` under Nsight Compute (Hopper with ncu)."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    kernels = ncu.profile([sys.executable, "-c", f"from utils.day05 import copy_measure as m; m.run_once({M}, {N})"],
+                          "copy|reduce_kernel|elementwise_kernel", metrics=COUNTER_METRICS,
+                          cwd=pathlib.Path(__file__).resolve().parents[2])
+    return counter_rows(kernels, M, N)
+
+
+def counters_or_latest(rows: list, label: str) -> tuple[list, str]:
+    """The ``part="copy counters"`` rows in ``rows``, or those of the latest recording with them."""
+    from ..core import results
+    got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == "copy counters" for r in rs),
+                                        "the copy counters", "copy counters")
+    return [r for r in got if r.get("part") == "copy counters"], label
+
+
 def plot(rows: list, label: str = ""):
     """Each copy's ratio to memcpy (median, with a bar from its lowest to its highest round), in
-    ladder order: copies that loop in blue, those without a loop in green; a line at 1.0."""
+    ladder order: memcpy against itself in gray, copies that loop in blue, those without a loop in
+    green; a line at 1.0."""
     import matplotlib.pyplot as plt
-    shown = [r for r in rows if r["name"] in COPIES]
-    if not shown:
+    if not any(r["name"] in COPIES for r in rows):
         raise ValueError("no copy contender in rows")
+    shown = [r for r in rows if r["name"] in COPIES or r["name"] == MEMCPY_AGAIN]
     fig, ax = plt.subplots(figsize=(9, 0.6 + 0.42 * len(shown)))
     y = range(len(shown))
     ratio = [r["ratio"] for r in shown]
     err = [[r["ratio"] - r.get("ratio_lo", r["ratio"]) for r in shown],
            [r.get("ratio_hi", r["ratio"]) - r["ratio"] for r in shown]]
-    colors = ["tab:green" if COPIES[r["name"]]["kind"] in ONE_PER_CTA else "tab:blue" for r in shown]
+    colors = ["tab:gray" if r["name"] not in COPIES else "tab:green" if COPIES[r["name"]]["kind"] in ONE_PER_CTA
+              else "tab:blue" for r in shown]
     ax.errorbar(ratio, y, xerr=err, fmt="none", ecolor="black", capsize=3)
     ax.scatter(ratio, y, c=colors, zorder=3)
     ax.axvline(1.0, color="gray", ls="--", lw=1)
@@ -150,6 +247,7 @@ def plot(rows: list, label: str = ""):
     ax.invert_yaxis()
     ax.set_xlabel("ratio to memcpy (median; bar: lowest to highest round)")
     where = label.split("; also")[0]                     # the recording shown, not the others
-    ax.set_title(f"05 §6: TMA copies against memcpy (blue: a loop; green: one per CTA)\n{where}", fontsize=10)
+    ax.set_title(f"05 §6: TMA copies against memcpy (gray: nothing changed; blue: a loop; green: one per CTA)\n{where}",
+                 fontsize=10)
     fig.tight_layout()
     return fig
