@@ -235,13 +235,15 @@ def test_copy_counters_fall_back_to_the_latest_recording_with_them(tmp_path, mon
     import json
     monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
     timed = _copy_recording(tmp_path, "NVIDIA H200", "2026-11-26T12:00:00", [cm.MEMCPY, cm.TMA_2D])
-    with pytest.raises(LookupError, match="holds the copy counters"):
-        cm.counters_or_latest(timed, "x")
+    with pytest.raises(LookupError, match="holds the 'copy counters' rows"):
+        cm.part_or_latest(timed, "x", cm.COUNTERS)
     counted = cm.counter_rows(_counted())
     path = tmp_path / "nvidia-h100-80gb-hbm3" / f"{cm.STEM}.json"
     path.parent.mkdir(parents=True)
     path.write_text(json.dumps(dict(device="NVIDIA H100 80GB HBM3", date="2026-11-25T12:00:00", rows=counted)))
-    got, label = cm.counters_or_latest(timed, "recorded on NVIDIA H200")
+    got, label = cm.part_or_latest(timed, "recorded on NVIDIA H200", cm.COUNTERS)
     assert [r["name"] for r in got] == [r["name"] for r in counted]
     assert label.startswith("copy counters: recorded on NVIDIA H100 80GB HBM3, 2026-11-25")
-    assert cm.counters_or_latest(timed + counted, "here") == (counted, "here")
+    assert cm.part_or_latest(timed + counted, "here", cm.COUNTERS) == (counted, "here")
+    with pytest.raises(LookupError, match="holds the 'copy, L2 not flushed' rows"):
+        cm.part_or_latest(timed + counted, "here", cm.UNFLUSHED)

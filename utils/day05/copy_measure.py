@@ -114,9 +114,14 @@ def copy_rows(rows: list, label: str) -> tuple[list, str]:
     return [r for r in got if r.get("part") == "copy"], label
 
 
-def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
+UNFLUSHED = "copy, L2 not flushed"   # the part timed without the harness's L2 flush: one change
+COUNTERS = "copy counters"           # the part measured under ncu
+
+
+def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool = True) -> list:
     """Rows (``part="copy"``, GB/s of read + write) for torch's copy (twice: the second is the null
-    result) and every entry of ``COPIES``."""
+    result) and every entry of ``COPIES``. With ``flush_l2=False`` the harness does not overwrite
+    L2 before each call, the one change, and the rows' part is ``UNFLUSHED``."""
     import cupy as cp
     import torch
     x = bench.randn((M, N), torch.float16, "cuda")
@@ -135,9 +140,10 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100) -> list:
             raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
         assert torch.equal(out, x), f"{name} copied wrong values"
     rows = bench.compare(lambda: (), contenders, reference=MEMCPY, metric="GB/s", amount=2 * M * N * 2,
-                         shape=(M, N), dtype="float16", check=same, reset=lambda: y.fill_(float("nan")), reps=reps)
+                         shape=(M, N), dtype="float16", check=same, reset=lambda: y.fill_(float("nan")), reps=reps,
+                         flush_l2=flush_l2)
     for r in rows:
-        r["part"] = "copy"
+        r["part"] = "copy" if flush_l2 else UNFLUSHED
         if r["name"] in COPIES:
             r["ctas_per_sm"] = per_sm[r["name"]]
             r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]], resident=r["ctas_per_sm"])
@@ -180,7 +186,7 @@ def run_once(M: int = 8192, N: int = 8192) -> None:
 
 
 def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
-    """Rows (``part="copy counters"``) from ncu's kernels of one ``run_once``: the read-only kernel
+    """Rows (``part=COUNTERS``) from ncu's kernels of one ``run_once``: the read-only kernel
     (torch's reduce), the write-only one (its fill), then ``COUNTED`` in launch order. ``value`` is the GB/s the kernel's job moves
     (bytes read + written) over its ncu duration; ``ratio`` is against the read-only kernel's."""
     names = [k["kernel"] for k in kernels]
@@ -197,7 +203,7 @@ def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
     for name, k, moved in [(READ_ONLY, reads[0], nbytes), (WRITE_ONLY, writes[0], nbytes),
                            *[(n, c, 2 * nbytes) for n, c in zip(COUNTED, copies)]]:
         s = k["gpu__time_duration.sum"] * 1e-9
-        rows.append(dict(name=name, metric="GB/s", value=moved / s / 1e9, part="copy counters", shape=[M, N],
+        rows.append(dict(name=name, metric="GB/s", value=moved / s / 1e9, part=COUNTERS, shape=[M, N],
                          dtype="float16", kernel=k["kernel"][:80], ms=s * 1e3, moved_bytes=moved,
                          dram_busy_pct=k[DRAM_PCT], dram_read_bytes=k["dram__bytes_read.sum"],
                          dram_write_bytes=k["dram__bytes_write.sum"]))
@@ -217,12 +223,18 @@ def measure_counters(M: int = 8192, N: int = 8192) -> list:
     return counter_rows(kernels, M, N)
 
 
-def counters_or_latest(rows: list, label: str) -> tuple[list, str]:
-    """The ``part="copy counters"`` rows in ``rows``, or those of the latest recording with them."""
+def measure_unflushed() -> list:
+    """``measure_copies(flush_l2=False)``: the same contenders, the L2 left as the last call left it."""
+    return measure_copies(flush_l2=False)
+
+
+def part_or_latest(rows: list, label: str, part: str) -> tuple[list, str]:
+    """The rows of ``part`` (``UNFLUSHED`` or ``COUNTERS``) in ``rows``, or those of the
+    latest recording that has them (labelled as such)."""
     from ..core import results
-    got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == "copy counters" for r in rs),
-                                        "the copy counters", "copy counters")
-    return [r for r in got if r.get("part") == "copy counters"], label
+    got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == part for r in rs),
+                                        f"the {part!r} rows", part)
+    return [r for r in got if r.get("part") == part], label
 
 
 def plot(rows: list, label: str = ""):
