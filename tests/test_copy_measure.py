@@ -208,9 +208,10 @@ def test_counter_rows_name_each_kernel_and_count_the_bytes_its_job_moves():
     results.validate_rows(rows)
     assert [r["name"] for r in rows] == [cm.READ_ONLY, cm.WRITE_ONLY, *cm.COUNTED]
     nbytes = 8192 * 8192 * 2
-    assert rows[0]["value"] == pytest.approx(nbytes / 50e-6 / 1e9) and rows[0]["ratio"] == 1.0
-    assert rows[2]["value"] == pytest.approx(2 * nbytes / 88e-6 / 1e9)      # a copy reads and writes
-    assert rows[2]["ratio"] == pytest.approx(rows[2]["value"] / rows[0]["value"])
+    assert rows[0]["value"] == pytest.approx(0.050) and rows[0]["metric"] == "ms"
+    assert rows[0]["gb_per_s"] == pytest.approx(nbytes / 50e-6 / 1e9)
+    assert rows[2]["gb_per_s"] == pytest.approx(2 * nbytes / 88e-6 / 1e9)      # a copy reads and writes
+    assert all(r["ratio"] is None for r in rows)              # different bytes: no ratio between them
     assert {r["part"] for r in rows} == {"copy counters"} and rows[0]["dram_busy_pct"] == 91.0
 
 
@@ -247,3 +248,4 @@ def test_copy_counters_fall_back_to_the_latest_recording_with_them(tmp_path, mon
     assert cm.part_or_latest(timed + counted, "here", cm.COUNTERS) == (counted, "here")
     with pytest.raises(LookupError, match="holds the 'copy, L2 not flushed' rows"):
         cm.part_or_latest(timed + counted, "here", cm.UNFLUSHED)
+

@@ -116,12 +116,14 @@ def copy_rows(rows: list, label: str) -> tuple[list, str]:
 
 UNFLUSHED = "copy, L2 not flushed"   # the part timed without the harness's L2 flush: one change
 COUNTERS = "copy counters"           # the part measured under ncu
+NOT_FLUSHED = ", L2 not flushed"     # appended to the names of the UNFLUSHED rows
 
 
 def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool = True) -> list:
     """Rows (``part="copy"``, GB/s of read + write) for torch's copy (twice: the second is the null
     result) and every entry of ``COPIES``. With ``flush_l2=False`` the harness does not overwrite
-    L2 before each call, the one change, and the rows' part is ``UNFLUSHED``."""
+    L2 before each call, the one change: the rows' part is ``UNFLUSHED``, their names end in
+    ``NOT_FLUSHED`` and ``contender`` holds the name without it."""
     import cupy as cp
     import torch
     x = bench.randn((M, N), torch.float16, "cuda")
@@ -144,6 +146,8 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool
                          flush_l2=flush_l2)
     for r in rows:
         r["part"] = "copy" if flush_l2 else UNFLUSHED
+        if not flush_l2:                     # its own names: the gallery shows both parts side by side
+            r.update(contender=r["name"], name=r["name"] + NOT_FLUSHED, reference=r["reference"] + NOT_FLUSHED)
         if r["name"] in COPIES:
             r["ctas_per_sm"] = per_sm[r["name"]]
             r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]], resident=r["ctas_per_sm"])
@@ -187,8 +191,9 @@ def run_once(M: int = 8192, N: int = 8192) -> None:
 
 def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
     """Rows (``part=COUNTERS``) from ncu's kernels of one ``run_once``: the read-only kernel
-    (torch's reduce), the write-only one (its fill), then ``COUNTED`` in launch order. ``value`` is the GB/s the kernel's job moves
-    (bytes read + written) over its ncu duration; ``ratio`` is against the read-only kernel's."""
+    (torch's reduce), the write-only one (its fill), then ``COUNTED`` in launch order. ``value`` is
+    the kernel's ncu duration in ms (no ratio: the kernels move different bytes); ``gb_per_s`` the
+    bytes its job moves (read + written) over that duration."""
     names = [k["kernel"] for k in kernels]
     copies = [k for k in kernels if "copy" in k["kernel"]]
     reads = [k for k in kernels if "reduce" in k["kernel"]]
@@ -203,12 +208,10 @@ def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
     for name, k, moved in [(READ_ONLY, reads[0], nbytes), (WRITE_ONLY, writes[0], nbytes),
                            *[(n, c, 2 * nbytes) for n, c in zip(COUNTED, copies)]]:
         s = k["gpu__time_duration.sum"] * 1e-9
-        rows.append(dict(name=name, metric="GB/s", value=moved / s / 1e9, part=COUNTERS, shape=[M, N],
-                         dtype="float16", kernel=k["kernel"][:80], ms=s * 1e3, moved_bytes=moved,
-                         dram_busy_pct=k[DRAM_PCT], dram_read_bytes=k["dram__bytes_read.sum"],
+        rows.append(dict(name=name, metric="ms", value=s * 1e3, reference=None, reference_value=None, ratio=None,
+                         part=COUNTERS, shape=[M, N], dtype="float16", kernel=k["kernel"][:80], moved_bytes=moved,
+                         gb_per_s=moved / s / 1e9, dram_busy_pct=k[DRAM_PCT], dram_read_bytes=k["dram__bytes_read.sum"],
                          dram_write_bytes=k["dram__bytes_write.sum"]))
-    for r in rows:
-        r.update(reference=READ_ONLY, reference_value=rows[0]["value"], ratio=r["value"] / rows[0]["value"])
     return rows
 
 
