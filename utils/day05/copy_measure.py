@@ -146,11 +146,11 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool
                          flush_l2=flush_l2)
     for r in rows:
         r["part"] = "copy" if flush_l2 else UNFLUSHED
-        if not flush_l2:                     # its own names: the gallery shows both parts side by side
-            r.update(contender=r["name"], name=r["name"] + NOT_FLUSHED, reference=r["reference"] + NOT_FLUSHED)
         if r["name"] in COPIES:
             r["ctas_per_sm"] = per_sm[r["name"]]
             r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]], resident=r["ctas_per_sm"])
+        if not flush_l2:                     # its own names: the gallery shows both parts side by side
+            r.update(contender=r["name"], name=r["name"] + NOT_FLUSHED, reference=r["reference"] + NOT_FLUSHED)
     return rows
 
 
