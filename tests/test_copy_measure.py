@@ -216,7 +216,7 @@ def test_counter_rows_name_each_kernel_and_count_the_bytes_its_job_moves():
 
 
 @pytest.mark.parametrize("change, match", [
-    (lambda ks: ks[:-1], "expected one reduce kernel, one fill and 4 copies"),
+    (lambda ks: ks[:-1], "expected one reduce kernel, one fill and 5 copies"),
     (lambda ks: ks[1:], "expected one reduce kernel"),
     (lambda ks: ks + [ks[0]], "expected one reduce kernel"),
     (lambda ks: ks[:2] + ks[2:][::-1], "not COUNTED's kernels in order"),
