@@ -188,6 +188,10 @@ def test_timing_and_rounds_are_validated_before_hardware():
     with pytest.raises(ValueError, match="timing must be one of"):
         bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
                       shape=(1,), dtype="f", timing="cold")
+    for bad in ("flush", None, True):
+        with pytest.raises(ValueError, match="flush_by must be one of"):
+            bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
+                          shape=(1,), dtype="f", flush_by=bad)
 
 
 def test_describe_states_the_claim_with_its_spread():

@@ -249,3 +249,18 @@ def test_copy_counters_fall_back_to_the_latest_recording_with_them(tmp_path, mon
     with pytest.raises(LookupError, match="holds the 'copy, L2 not flushed' rows"):
         cm.part_or_latest(timed + counted, "here", cm.UNFLUSHED)
 
+
+
+@pytest.mark.parametrize("part", ["copy counters", "L2 not flushed", "", None])
+def test_measure_copies_refuses_a_part_that_is_not_a_setting(part):
+    with pytest.raises(ValueError, match="part must be one of"):
+        cm.measure_copies(part=part)
+
+
+def test_each_setting_changes_one_thing_of_the_harness_flush():
+    base = cm.SETTINGS["copy"][1]
+    assert cm.SETTINGS["copy"][0] == ""                                   # the main rows keep their names
+    assert cm.SETTINGS[cm.UNFLUSHED][1] == {"flush_l2": False}
+    assert cm.SETTINGS[cm.READ_FLUSHED][1] == {**base, "flush_by": "read"}
+    suffixes = [sfx for sfx, _ in cm.SETTINGS.values()]
+    assert len(set(suffixes)) == len(suffixes)                            # no two parts share row names

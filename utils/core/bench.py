@@ -52,6 +52,14 @@ def _require_gpu():
                            "recorded results instead (utils.core.results.load)")
 
 
+FLUSH_BY = ("write", "read")   # how the 256 MiB scratch evicts L2: overwrite it, or read it
+
+
+def _check_flush_by(flush_by) -> None:
+    if flush_by not in FLUSH_BY:
+        raise ValueError(f"flush_by must be one of {FLUSH_BY}, got {flush_by!r}")
+
+
 class CudaClock:
     """Times one call of ``fn`` between CUDA events, the L2 flushed first (outside the events).
 
@@ -59,9 +67,10 @@ class CudaClock:
     and a wait after each call (the GPU idles between repetitions).
     """
 
-    def __init__(self, flush_l2: bool = True, timing: str = "sustained"):
+    def __init__(self, flush_l2: bool = True, timing: str = "sustained", flush_by: str = "write"):
         import torch
-        self.torch, self.timing = torch, timing
+        _check_flush_by(flush_by)
+        self.torch, self.timing, self.flush_by = torch, timing, flush_by
         self.scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
 
     def time(self, fn):
@@ -70,8 +79,10 @@ class CudaClock:
         t0 = time.perf_counter()
         rep = cuda.Event(enable_timing=True)          # the repetition, flush included (for pace)
         rep.record()
-        if self.scratch is not None:
-            self.scratch.zero_()
+        if self.scratch is not None and self.flush_by == "write":
+            self.scratch.zero_()                      # L2 left holding dirty lines of the scratch
+        elif self.scratch is not None:
+            self.scratch.view(self.torch.int32).max()  # read: L2 left holding clean lines
         if self.timing == "burst":
             cuda._sleep(2_000_000)
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)
@@ -213,7 +224,8 @@ def summarize(samples: dict, *, reference: str, metric: str, amount: float) -> l
 def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: str, metric: str,
             amount: float, shape, dtype: str, check: Callable | None = None,
             reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,
-            flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0) -> list[dict]:
+            flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0,
+            flush_by: str = "write") -> list[dict]:
     """Benchmark every contender on the same inputs, interleaved, and return result rows.
 
     ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
@@ -224,7 +236,9 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     with NaN), which runs before each contender's checked call, so one that writes nothing fails.
     ``reps`` timed calls per contender are split over ``rounds`` interleaved rounds (default
     ``min(10, reps)``; see ``summarize`` for the row keys); ``timing`` is "sustained" (the
-    figure the course reports) or "burst" (say so where it is shown).
+    figure the course reports) or "burst" (say so where it is shown). ``flush_by`` says how the
+    L2 is flushed before each call: "write" (overwrite a 256 MiB buffer, which leaves L2 holding
+    dirty lines) or "read" (read it: clean lines); rows record a read flush as ``flush_by``.
     """
     if not isinstance(contenders, dict) or not contenders:
         raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
@@ -235,6 +249,7 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     rounds = min(10, reps) if rounds is None and isinstance(reps, int) else rounds
     _check_counts(warmup, reps, rounds)
     _check_timing(timing)
+    _check_flush_by(flush_by)
     _require_gpu()
     inputs = make_inputs()
     if not isinstance(inputs, tuple):
@@ -248,10 +263,12 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
     pace = {}
     samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
-                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing), pace=pace)
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by), pace=pace)
     rows = summarize(samples, reference=reference, metric=metric, amount=amount)
     for row in rows:
         row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
+        if flush_l2 and flush_by != "write":
+            row["flush_by"] = flush_by
         if timing == "sustained" and pace.get(row["name"]):
             row.update(host_pace(pace[row["name"]]))
     return rows

@@ -114,16 +114,23 @@ def copy_rows(rows: list, label: str) -> tuple[list, str]:
     return [r for r in got if r.get("part") == "copy"], label
 
 
-UNFLUSHED = "copy, L2 not flushed"   # the part timed without the harness's L2 flush: one change
+UNFLUSHED = "copy, L2 not flushed"   # timed without the harness's L2 flush: one change
+READ_FLUSHED = "copy, L2 flushed by a read"   # the flush reads its buffer instead of writing it: one change
 COUNTERS = "copy counters"           # the part measured under ncu
-NOT_FLUSHED = ", L2 not flushed"     # appended to the names of the UNFLUSHED rows
+SETTINGS = {   # part -> (suffix of its row names, how the harness flushes L2 before each call)
+    "copy": ("", dict(flush_l2=True, flush_by="write")),
+    UNFLUSHED: (", L2 not flushed", dict(flush_l2=False)),
+    READ_FLUSHED: (", L2 flushed by a read", dict(flush_l2=True, flush_by="read")),
+}
 
 
-def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool = True) -> list:
-    """Rows (``part="copy"``, GB/s of read + write) for torch's copy (twice: the second is the null
-    result) and every entry of ``COPIES``. With ``flush_l2=False`` the harness does not overwrite
-    L2 before each call, the one change: the rows' part is ``UNFLUSHED``, their names end in
-    ``NOT_FLUSHED`` and ``contender`` holds the name without it."""
+def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, part: str = "copy") -> list:
+    """Rows (``part``, GB/s of read + write) for torch's copy (twice: the second is the null result)
+    and every entry of ``COPIES``, with the L2 flush of ``SETTINGS[part]``. Outside the "copy" part
+    the row names end in that setting's suffix, and ``contender`` holds the name without it."""
+    if part not in SETTINGS:
+        raise ValueError(f"part must be one of {list(SETTINGS)}, got {part!r}")
+    suffix, flush = SETTINGS[part]
     import cupy as cp
     import torch
     x = bench.randn((M, N), torch.float16, "cuda")
@@ -143,14 +150,14 @@ def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, flush_l2: bool
         assert torch.equal(out, x), f"{name} copied wrong values"
     rows = bench.compare(lambda: (), contenders, reference=MEMCPY, metric="GB/s", amount=2 * M * N * 2,
                          shape=(M, N), dtype="float16", check=same, reset=lambda: y.fill_(float("nan")), reps=reps,
-                         flush_l2=flush_l2)
+                         **flush)
     for r in rows:
-        r["part"] = "copy" if flush_l2 else UNFLUSHED
+        r["part"] = part
         if r["name"] in COPIES:
             r["ctas_per_sm"] = per_sm[r["name"]]
             r["in_flight_per_sm"] = in_flight_per_sm(COPIES[r["name"]], resident=r["ctas_per_sm"])
-        if not flush_l2:                     # its own names: the gallery shows both parts side by side
-            r.update(contender=r["name"], name=r["name"] + NOT_FLUSHED, reference=r["reference"] + NOT_FLUSHED)
+        if suffix:                           # its own names: the gallery shows every part side by side
+            r.update(contender=r["name"], name=r["name"] + suffix, reference=r["reference"] + suffix)
     return rows
 
 
@@ -226,13 +233,13 @@ def measure_counters(M: int = 8192, N: int = 8192) -> list:
     return counter_rows(kernels, M, N)
 
 
-def measure_unflushed() -> list:
-    """``measure_copies(flush_l2=False)``: the same contenders, the L2 left as the last call left it."""
-    return measure_copies(flush_l2=False)
+def measure_settings() -> list:
+    """The same contenders without the L2 flush, then with a flush that reads instead of writes."""
+    return measure_copies(part=UNFLUSHED) + measure_copies(part=READ_FLUSHED)
 
 
 def part_or_latest(rows: list, label: str, part: str) -> tuple[list, str]:
-    """The rows of ``part`` (``UNFLUSHED`` or ``COUNTERS``) in ``rows``, or those of the
+    """The rows of ``part`` (``UNFLUSHED``, ``READ_FLUSHED`` or ``COUNTERS``) in ``rows``, or those of the
     latest recording that has them (labelled as such)."""
     from ..core import results
     got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == part for r in rs),
