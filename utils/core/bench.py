@@ -6,8 +6,10 @@ Rules it enforces (see COURSE_DESIGN.md):
 * each contender's output is checked against the reference contender before it is timed;
 * **sustained** timing, the figure the course reports: after a warm-up (at least ``warmup``
   calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
-  back to back, each between two CUDA events, the L2 cache flushed before each one; the GPU
-  never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
+  back to back, each between two CUDA events, the L2 cache flushed before each one (by
+  writing a 256 MiB buffer, outside the events; its written lines still reach DRAM during the
+  timed call, which notebook 05 §6.1 measured at 5-7% of a copy; ``flush_by="read"`` reads the
+  buffer instead); the GPU never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
   the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
   cold-start figure that hides host launch overhead; use it only where that is the lesson,
   and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
