@@ -1,6 +1,8 @@
 """Notebook 05's exercise checks (register split, ping-pong ordering barrier, release mask): the
 references give the numbers worked out by hand, right answers pass, stubs are "not attempted" and
 planted wrong answers are rejected with a hint about what they got wrong."""
+import re
+
 import numpy as np
 import pytest
 
@@ -124,6 +126,14 @@ def _pp_loop(cw, tiles):
     return events
 
 
+def _null_by_ratios(copy_ms, memcpy_ms, again_ms):
+    """The same rule through per-round speed ratios: against the faster call of memcpy to win,
+    against the slower one to lose."""
+    r = np.minimum(np.asarray(memcpy_ms), np.asarray(again_ms)) / np.asarray(copy_ms)
+    q = np.maximum(np.asarray(memcpy_ms), np.asarray(again_ms)) / np.asarray(copy_ms)
+    return "faster" if (r > 1).all() else "slower" if (q < 1).all() else "no difference"
+
+
 RIGHT = [
     (lc.check_register_split, lc.register_split_ref),
     (lc.check_register_split, lambda P, C: (24, lc.register_split_ref(P, C)[1])),     # the least producer
@@ -136,6 +146,8 @@ RIGHT = [
     (lc.check_release_mask, lambda cl, xy: sum(1 << (i + j * cl[0]) for i in range(cl[0]) for j in range(cl[1])
                                                if i == xy[0] or j == xy[1])),
     (lc.check_release_mask, lambda cl, xy: np.int64(lc.release_mask_ref(cl, xy))),
+    (lc.check_null_verdict, lc.null_verdict_ref),
+    (lc.check_null_verdict, _null_by_ratios),
     (lc.check_l2_reads, lc.l2_reads_ref),
     (lc.check_l2_reads, lambda d, R, mode, f: d // R if mode == "multicast" else round(d - d * f)),   # ints, rounded
     (lc.check_l2_reads, lambda d, R, mode, f: np.float32(d / R if mode == "multicast" else d * (1 - f))),
@@ -258,3 +270,29 @@ def test_l2_reads_ref_names_the_rule_broken(args, match):
 def test_checks_want_the_function_itself(check):
     with pytest.raises(CheckFailed, match="without calling it"):
         check(42)
+
+
+@pytest.mark.parametrize("wrong,hint", [
+    *[(slip, hint[:40]) for slip, hint in lc.NULL_MISTAKES],
+    (lambda c, m, a: "faster" if all(x < z for x, z in zip(c, a)) else
+     "slower" if all(x > z for x, z in zip(c, a)) else "no difference", "expected"),           # the second call only
+    (lambda c, m, a: "faster" if all(x <= min(y, z) * 1.002 for x, y, z in zip(c, m, a)) else
+     "slower" if all(x > max(y, z) for x, y, z in zip(c, m, a)) else "no difference", "expected"),  # a 0.2% tolerance
+    (lambda c, m, a: "no difference", "expected"),
+    (lambda c, m, a: "Faster", "expected one of"),
+    (lambda c, m, a: True, "expected one of"),
+    (lambda c, m, a: None, "expected one of")])
+def test_null_verdict_rejects(wrong, hint):
+    with pytest.raises(CheckFailed, match=re.escape(hint) if hint != "expected" else hint):
+        lc.check_null_verdict(wrong)
+
+
+@pytest.mark.parametrize("args,match", [
+    (([], [1.0], [1.0]), "copy_ms must be a non-empty list"),
+    (("93", [1.0], [1.0]), "copy_ms must be a non-empty list"),
+    (([1.0], [0.0], [1.0]), "memcpy_ms must hold positive times"),
+    (([1.0], [1.0], [True]), "again_ms must hold positive times"),
+    (([1.0, 2.0], [1.0], [1.0]), "one time per round each")])
+def test_null_verdict_ref_names_the_rule_broken(args, match):
+    with pytest.raises(ValueError, match=match):
+        lc.null_verdict_ref(*args)

@@ -7,7 +7,9 @@
    (:func:`simulate_pingpong`).
 3. :func:`check_release_mask` — the CTAs a consumer releases a shared-memory stage to in a cluster
    with multicast of A along the rows and of B along the columns.
-4. :func:`check_l2_reads` — the bytes L2 must read to deliver a cluster's data, each CTA loading
+4. :func:`check_null_verdict` — whether a copy is faster than memcpy, slower, or no different,
+   from its per-round times, memcpy's, and those of memcpy timed a second time (the null result).
+5. :func:`check_l2_reads` — the bytes L2 must read to deliver a cluster's data, each CTA loading
    for itself (less what the hardware merged) or through multicast, and so when multicast saves
    L2 reads at all.
 """
@@ -319,7 +321,87 @@ def check_release_mask(fn) -> None:
                   f"{release_arrivals_ref((2, 2), 4)} warp arrivals with 4 releasing warps per CTA)")
 
 
-# --- 4. L2 reads with and without multicast ------------------------------------------------------
+# --- 4. faster than memcpy, against the null result ------------------------------------------------
+VERDICTS = ("faster", "slower", "no difference")
+
+
+def _rounds(name: str, ms) -> list:
+    if isinstance(ms, (str, bytes)) or not hasattr(ms, "__len__") or len(ms) < 1:
+        raise ValueError(f"{name} must be a non-empty list of per-round times in ms, got {ms!r}")
+    if not all(is_number(t) and t > 0 for t in ms):
+        raise ValueError(f"{name} must hold positive times in ms, got {list(ms)!r}")
+    return [float(t) for t in ms]
+
+
+def null_verdict_ref(copy_ms, memcpy_ms, again_ms) -> str:
+    """"faster" if the copy took less time than BOTH calls of memcpy (the first, and the same call
+    timed again, the null result) in every round; "slower" if it took more than both in every
+    round; otherwise "no difference". Each argument is a list of per-round times in ms, one per
+    round, the rounds interleaved (round i of each list ran together)."""
+    copy_ms, memcpy_ms, again_ms = (_rounds(n, v) for n, v in
+                                    (("copy_ms", copy_ms), ("memcpy_ms", memcpy_ms), ("again_ms", again_ms)))
+    if not len(copy_ms) == len(memcpy_ms) == len(again_ms):
+        raise ValueError(f"the three lists must have one time per round each, got {len(copy_ms)}, "
+                         f"{len(memcpy_ms)} and {len(again_ms)}")
+    rounds = list(zip(copy_ms, memcpy_ms, again_ms))
+    if all(c < min(m, a) for c, m, a in rounds):
+        return "faster"
+    if all(c > max(m, a) for c, m, a in rounds):
+        return "slower"
+    return "no difference"
+
+
+_M = [94.0, 93.8, 94.1, 93.9, 94.2]           # memcpy, ms per round
+_A = [93.1, 92.9, 93.3, 93.0, 93.2]           # memcpy again: 1% "faster" with nothing changed
+NULL_CASES = [  # (copy_ms, memcpy_ms, again_ms): every verdict, and each slip below, appears
+    ([92.6, 92.5, 92.8, 92.6, 92.7], _M, _A),     # faster than both, every round
+    ([93.4, 93.3, 93.5, 93.4, 93.6], _M, _A),     # faster than memcpy every round, not than again
+    ([95.0, 94.9, 95.2, 95.0, 95.3], _M, _A),     # slower than both, every round
+    ([92.6, 92.5, 92.8, 94.5, 92.7], _M, _A),     # faster than both at the median, one round slower
+    ([95.0, 94.9, 93.0, 95.0, 95.3], _M, _A),     # slower at the median, one round faster
+    ([93.5, 93.5, 93.5, 93.5, 93.5], _M, _A),     # between the two calls of memcpy
+    ([93.2, 93.0, 93.4, 93.1, 93.3], _M, _A),     # 0.1% slower than again, every round: no tolerance
+    ([92.6, 92.5], [94.0, 93.8], [95.1, 95.0]),   # again "slower" this time: faster than both
+    ([94.5, 94.4], [94.0, 93.8], [95.1, 95.0]),   # slower than memcpy, faster than again
+]
+NULL_MISTAKES = [  # (an answer with one slip, the hint)
+    (lambda c, m, a: "faster" if all(x < y for x, y in zip(c, m)) else
+     "slower" if all(x > y for x, y in zip(c, m)) else "no difference",
+     "compare with memcpy's second call too: with nothing changed it reads about 1% faster than the first"),
+    (lambda c, m, a: "faster" if sorted(c)[len(c) // 2] < min(sorted(m)[len(m) // 2], sorted(a)[len(a) // 2]) else
+     "slower" if sorted(c)[len(c) // 2] > max(sorted(m)[len(m) // 2], sorted(a)[len(a) // 2]) else "no difference",
+     "a claim must hold in EVERY round, not at the median"),
+    (lambda c, m, a: "slower" if all(x < min(y, z) for x, y, z in zip(c, m, a)) else
+     "faster" if all(x > max(y, z) for x, y, z in zip(c, m, a)) else "no difference",
+     "these are times in ms: less time is faster"),
+    (lambda c, m, a: "faster" if all(x < min(y, z) for x, y, z in zip(c, m, a)) else "slower",
+     "when the rounds disagree, or the copy falls between the two calls of memcpy, the answer is \"no difference\""),
+]
+
+
+def check_null_verdict(fn) -> None:
+    """``fn(copy_ms, memcpy_ms, again_ms)`` must return :func:`null_verdict_ref` on every case of
+    ``NULL_CASES``: per-round times where the copy beats both calls of memcpy, only the first, loses
+    to both, or wins or loses at the median but not in every round."""
+    name = "faster than memcpy?"
+    for case in NULL_CASES:
+        got = attempt(fn, *[list(x) for x in case])
+        if isinstance(got, str) and got == NOT_ATTEMPTED:
+            return not_attempted(name)
+        want = null_verdict_ref(*case)
+        if got not in VERDICTS:
+            fail(name, f"expected one of {VERDICTS}, got {got!r}", "return one of the three strings",
+                 launched=f"copy_ms, memcpy_ms, again_ms = {case}")
+        if got != want:
+            hint = next((h for slip, h in NULL_MISTAKES if all(slip(*c) == attempt(fn, *[list(x) for x in c])
+                                                              for c in NULL_CASES)),
+                        "faster: less time than both calls of memcpy in every round; slower: more than both "
+                        "in every round; otherwise no difference")
+            fail(name, f"got {got!r}, expected {want!r}", hint, launched=f"copy_ms, memcpy_ms, again_ms = {case}")
+    return passed(name, "A copy is faster than memcpy only if it beats memcpy's second call too, in every round.")
+
+
+# --- 5. L2 reads with and without multicast ------------------------------------------------------
 L2_MODES = ("each loads", "multicast")
 
 
