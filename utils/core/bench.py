@@ -7,9 +7,9 @@ Rules it enforces (see COURSE_DESIGN.md):
 * **sustained** timing, the figure the course reports: after a warm-up (at least ``warmup``
   calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
   back to back, each between two CUDA events, the L2 cache flushed before each one (by
-  writing a 256 MiB buffer, outside the events; its written lines still reach DRAM during the
-  timed call, which notebook 05 §6.1 measured at 5-7% of a copy; ``flush_by="read"`` reads the
-  buffer instead); the GPU never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
+  writing a 256 MiB buffer, outside the events; ``flush_by="read"`` reads it instead, which
+  made copies 5-7% faster in notebook 05 §6.1: our reading is that the written lines still go
+  to DRAM during the timed call); the GPU never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
   the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
   cold-start figure that hides host launch overhead; use it only where that is the lesson,
   and say so.) Each sustained row also says whether the host kept up (``host_bound``, see

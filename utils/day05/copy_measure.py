@@ -11,6 +11,8 @@ loop: one tile or chunk per CTA (load, wait, store, exit), as many CTAs resident
 shared memory allows (the occupancy calculator's count is recorded with each row). A second call
 of torch's copy (``MEMCPY_AGAIN``) shows what a ratio reads when nothing changed. Every output
 is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
+``SETTINGS`` times the same contenders three ways, one change each: the harness's L2 flush done by
+writing its 256 MiB buffer (the default), by reading it, or not at all.
 
 ``measure_counters`` runs some of the copies once each under Nsight Compute, next to a kernel
 that only reads the source and one that only writes the destination: how busy DRAM was, and the
@@ -54,6 +56,14 @@ ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
 )
 ONE_PER_CTA = ("tile", "chunk")   # the kinds with no loop: one tile or chunk per CTA
+UNFLUSHED = "copy, L2 not flushed"   # timed without the harness's L2 flush: one change
+READ_FLUSHED = "copy, L2 flushed by a read"   # the flush reads its buffer instead of writing it: one change
+COUNTERS = "copy counters"           # the part measured under ncu
+SETTINGS = {   # part -> (suffix of its row names, how the harness flushes L2 before each call)
+    "copy": ("", dict(flush_l2=True, flush_by="write")),
+    UNFLUSHED: (", L2 not flushed", dict(flush_l2=False)),
+    READ_FLUSHED: (", L2 flushed by a read", dict(flush_l2=True, flush_by="read")),
+}
 READ_ONLY = "read only: torch sum of the source"          # under ncu, next to the copies
 WRITE_ONLY = "write only: torch fill of the destination"
 COUNTED = (LOOP_32K, NO_LOOP_32K, TMA_2D, TILE_2D, NO_LOOP_2K)   # once each under ncu: two one-change pairs, the best
@@ -112,16 +122,6 @@ def copy_rows(rows: list, label: str) -> tuple[list, str]:
     got, label = results.rows_or_latest(STEM, rows, label, lambda rs: want <= {r["name"] for r in rs},
                                         "every copy contender", "copy contenders")
     return [r for r in got if r.get("part") == "copy"], label
-
-
-UNFLUSHED = "copy, L2 not flushed"   # timed without the harness's L2 flush: one change
-READ_FLUSHED = "copy, L2 flushed by a read"   # the flush reads its buffer instead of writing it: one change
-COUNTERS = "copy counters"           # the part measured under ncu
-SETTINGS = {   # part -> (suffix of its row names, how the harness flushes L2 before each call)
-    "copy": ("", dict(flush_l2=True, flush_by="write")),
-    UNFLUSHED: (", L2 not flushed", dict(flush_l2=False)),
-    READ_FLUSHED: (", L2 flushed by a read", dict(flush_l2=True, flush_by="read")),
-}
 
 
 def measure_copies(M: int = 8192, N: int = 8192, reps: int = 100, part: str = "copy") -> list:
