@@ -92,6 +92,32 @@ def test_schedule_takes_turns():
         (1, "A"), (1, "B"), (1, "C"), (1, "A"), (1, "B"), (1, "C")]
 
 
+def test_an_alternate_schedule_reverses_the_odd_rounds():
+    got = bench.schedule(["A", "B", "C"], rounds=3, reps_per_round=1, order="alternate")
+    assert [n for _, n in got] == list("ABC" "CBA" "ABC")
+    before = {}                                   # who runs just before each call
+    for order in ("fixed", "alternate"):
+        seq = [n for _, n in bench.schedule(list("ABC"), rounds=2, reps_per_round=2, order=order)]
+        before[order] = {n: {p for p, q in zip(seq, seq[1:]) if q == n} for n in "ABC"}
+    assert before["fixed"] == {"A": {"C"}, "B": {"A"}, "C": {"B"}}
+    assert before["alternate"] == {"A": {"B", "C"}, "B": {"A", "C"}, "C": {"A", "B", "C"}}   # C twice at the turn
+    assert bench.schedule(list("AB"), 2, 1) == bench.schedule(list("AB"), 2, 1, order="fixed")
+    with pytest.raises(ValueError, match="order must be one of"):
+        bench.schedule(list("AB"), 2, 1, order="rotated")
+
+
+def test_run_interleaved_alternate_keeps_each_contenders_samples_in_its_round():
+    log = []
+    clock = FakeClock(lambda name, n: float(n))
+    got = bench.run_interleaved(contenders(log), rounds=3, reps_per_round=1, warmup=0, warmup_ms=0,
+                                clock=clock, order="alternate")
+    assert log == list("ABC" "CBA" "ABC")
+    assert got["A"] == [[1.0], [6.0], [7.0]]      # A's calls were the 1st, 6th and 7th
+    with pytest.raises(ValueError, match="order must be one of"):
+        bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
+                      shape=(1,), dtype="f", order="shuffled")
+
+
 def test_run_interleaved_order_and_rounds():
     log = []
     clock = FakeClock(lambda name, n: float(n))

@@ -107,20 +107,37 @@ class CudaClock:
         return [(h[2].elapsed_time(h[1]), h[3] * 1e3) for h in handles]
 
 
-def schedule(names, rounds: int, reps_per_round: int) -> list:
+ORDERS = ("fixed", "alternate")
+
+
+def _check_order(order) -> None:
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+
+
+def schedule(names, rounds: int, reps_per_round: int, order: str = "fixed") -> list:
     """The interleaved order of timed calls, ``[(round, name), ...]``: contenders take turns
-    (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round."""
-    return [(r, n) for r in range(rounds) for _ in range(reps_per_round) for n in names]
+    (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round. With ``order="alternate"``
+    the odd rounds take their turns in reverse (C, B, A, ...), so each contender runs after a
+    different one than in the even rounds: a test of whether what runs just before a call shifts
+    its time (where rounds meet, one contender runs twice in a row). Rotating the start of each
+    round would not do: A would still always follow C."""
+    _check_order(order)
+    names = list(names)
+    return [(r, n) for r in range(rounds) for _ in range(reps_per_round)
+            for n in (names[::-1] if order == "alternate" and r % 2 else names)]
 
 
 def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5,
-                    warmup_ms: float = 25.0, clock=None, pace: dict | None = None) -> dict:
-    """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds.
+                    warmup_ms: float = 25.0, clock=None, pace: dict | None = None, order: str = "fixed") -> dict:
+    """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds (``order``: see
+    :func:`schedule`).
 
     Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
     ``time(fn) -> handle`` and ``read([handle]) -> [ms]``; if it also has ``pace`` and a dict
     ``pace`` is given, it is filled with ``{name: [(GPU ms per repetition, host ms), ...]}``.
     """
+    _check_order(order)
     clock = clock or CudaClock()
     for _ in range(warmup):
         for fn in fns.values():
@@ -131,7 +148,7 @@ def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int 
             for fn in fns.values():
                 fn()
     handles = {n: [[] for _ in range(rounds)] for n in fns}
-    for r, name in schedule(list(fns), rounds, reps_per_round):
+    for r, name in schedule(list(fns), rounds, reps_per_round, order):
         handles[name][r].append(clock.time(fns[name]))
     if pace is not None and hasattr(clock, "pace"):
         pace.update({n: [p for block in blocks for p in clock.pace(block)] for n, blocks in handles.items()})
@@ -227,7 +244,7 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
             amount: float, shape, dtype: str, check: Callable | None = None,
             reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,
             flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0,
-            flush_by: str = "write") -> list[dict]:
+            flush_by: str = "write", order: str = "fixed") -> list[dict]:
     """Benchmark every contender on the same inputs, interleaved, and return result rows.
 
     ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
@@ -241,6 +258,8 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     figure the course reports) or "burst" (say so where it is shown). ``flush_by`` says how the
     L2 is flushed before each call: "write" (overwrite a 256 MiB buffer, which leaves L2 holding
     dirty lines) or "read" (read it: clean lines); rows record a read flush as ``flush_by``.
+    ``order`` is "fixed" (the same turn order every round) or "alternate" (odd rounds reversed,
+    see :func:`schedule`); rows record an alternate order as ``order``.
     """
     if not isinstance(contenders, dict) or not contenders:
         raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
@@ -252,6 +271,7 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     _check_counts(warmup, reps, rounds)
     _check_timing(timing)
     _check_flush_by(flush_by)
+    _check_order(order)
     _require_gpu()
     inputs = make_inputs()
     if not isinstance(inputs, tuple):
@@ -265,12 +285,14 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
     pace = {}
     samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
-                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by), pace=pace)
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by), pace=pace, order=order)
     rows = summarize(samples, reference=reference, metric=metric, amount=amount)
     for row in rows:
         row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
         if flush_l2 and flush_by != "write":
             row["flush_by"] = flush_by
+        if order != "fixed":
+            row["order"] = order
         if timing == "sustained" and pace.get(row["name"]):
             row.update(host_pace(pace[row["name"]]))
     return rows
