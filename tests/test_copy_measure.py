@@ -262,5 +262,6 @@ def test_each_setting_changes_one_thing_of_the_harness_flush():
     assert cm.SETTINGS["copy"][0] == ""                                   # the main rows keep their names
     assert cm.SETTINGS[cm.UNFLUSHED][1] == {"flush_l2": False}
     assert cm.SETTINGS[cm.READ_FLUSHED][1] == {**base, "flush_by": "read"}
+    assert cm.SETTINGS[cm.ALTERNATE][1] == {**base, "order": "alternate"}
     suffixes = [sfx for sfx, _ in cm.SETTINGS.values()]
     assert len(set(suffixes)) == len(suffixes)                            # no two parts share row names
