@@ -9,8 +9,8 @@ Rules it enforces (see COURSE_DESIGN.md):
   back to back, each between two CUDA events, the L2 cache flushed before each one (by
   writing a 256 MiB buffer, outside the events; ``flush_by="read"`` reads it instead, which
   made copies 5-7% faster in notebook 05 §6.1: our reading is that the written lines still go
-  to DRAM during the timed call); the GPU never idles between them, so clocks are what a user's steady workload gets. (``timing="burst"``,
-  the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
+  to DRAM during the timed call); the GPU never idles between them, so clocks are what a
+  user's steady workload gets. (``timing="burst"``, the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
   cold-start figure that hides host launch overhead; use it only where that is the lesson,
   and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
   :func:`host_pace`): a kernel shorter than its own launch overhead is timed with that overhead.
@@ -128,8 +128,8 @@ def schedule(names, rounds: int, reps_per_round: int, order: str = "fixed") -> l
             for n in (names[::-1] if order == "alternate" and r % 2 else names)]
 
 
-def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5,
-                    warmup_ms: float = 25.0, clock=None, pace: dict | None = None, order: str = "fixed") -> dict:
+def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5, warmup_ms: float = 25.0,
+                    clock=None, pace: dict | None = None, order: str = "fixed") -> dict:
     """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds (``order``: see
     :func:`schedule`).
 
@@ -285,7 +285,8 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     fns = {name: (lambda fn=fn: fn(*inputs)) for name, fn in contenders.items()}
     pace = {}
     samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
-                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by), pace=pace, order=order)
+                              warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by),
+                              pace=pace, order=order)
     rows = summarize(samples, reference=reference, metric=metric, amount=amount)
     for row in rows:
         row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))

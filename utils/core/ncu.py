@@ -16,6 +16,7 @@ import subprocess
 L2_DRAM = ("lts__t_sectors_op_read.sum", "lts__t_sectors_srcunit_tex_op_read.sum",
            "dram__bytes_read.sum", "dram__bytes_write.sum")
 SECTOR_BYTES = 32
+DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"   # how busy DRAM was, % of peak
 
 
 def available() -> bool:

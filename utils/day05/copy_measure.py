@@ -22,6 +22,7 @@ bytes it read and wrote (torch's copy launches no kernel, so ncu cannot see it).
 from __future__ import annotations
 
 from ..core import bench
+from ..core.ncu import DRAM_PCT
 
 STEM = "05_gemm_ladder_copy"   # its own results file, next to 05_gemm_ladder.json
 MEMCPY = "torch copy (memcpy)"
@@ -70,7 +71,6 @@ SETTINGS = {   # part -> (suffix of its row names, how the harness flushes L2 be
 READ_ONLY = "read only: torch sum of the source"          # under ncu, next to the copies
 WRITE_ONLY = "write only: torch fill of the destination"
 COUNTED = (LOOP_32K, NO_LOOP_32K, TMA_2D, TILE_2D, NO_LOOP_2K)   # once each under ncu: two one-change pairs, the best
-DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 COUNTER_METRICS = ("gpu__time_duration.sum", DRAM_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum")
 KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": "bulk_copy_serial",
            "tile": "tma_copy_tile", "chunk": "bulk_copy_chunk"}
@@ -112,8 +112,8 @@ def ctas_per_sm(name: str, cfg: dict) -> int:
     occupancy calculator); otherwise the configured count, which for a serial copy must all fit."""
     if cfg["kind"] in ONE_PER_CTA:
         return resident(cfg)
-    if cfg["kind"] == "serial" and resident(cfg) < cfg["ctas_per_sm"]:
-        raise RuntimeError(f"{name}: only {resident(cfg)} of its {cfg['ctas_per_sm']} CTAs fit on an SM at once")
+    if cfg["kind"] == "serial" and (fit := resident(cfg)) < cfg["ctas_per_sm"]:
+        raise RuntimeError(f"{name}: only {fit} of its {cfg['ctas_per_sm']} CTAs fit on an SM at once")
     return cfg["ctas_per_sm"]
 
 

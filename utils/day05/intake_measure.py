@@ -18,6 +18,7 @@ bytes (read from L2, merged by hardware, served by multicast). The rows go to no
 from __future__ import annotations
 
 from ..core import bench
+from ..core.ncu import DRAM_PCT
 
 STEM = "05_gemm_ladder_multicast"   # notebook 05 §7's results file, next to 05_gemm_ladder.json
 L2_PCT = "lts__t_sectors.avg.pct_of_peak_sustained_elapsed"
@@ -32,7 +33,6 @@ OOS_MODES = (OOS, "each loads", "multicast")           # ratios against the firs
 OOS_R = (2, 4)
 OOS_COUNTERS_R = 2                                      # the ncu pass: clusters of two
 PORT_PCT = "l1tex__m_xbar2l1tex_read_bytes.sum.pct_of_peak_sustained_elapsed"   # the SMs' intake port
-DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"
 METRICS = ("gpu__time_duration.sum", "sm__cycles_elapsed.avg", L2_PCT, DRAM_PCT, PORT_PCT,
            "l1tex__m_xbar2l1tex_read_bytes.sum", "dram__bytes_read.sum")   # + counters.LRC
 

@@ -384,17 +384,19 @@ def check_null_verdict(fn) -> None:
     ``NULL_CASES``: per-round times where the copy beats both calls of memcpy, only the first, loses
     to both, or wins or loses at the median but not in every round."""
     name = "faster than memcpy?"
+    answers = []
     for case in NULL_CASES:
         got = attempt(fn, *[list(x) for x in case])
         if isinstance(got, str) and got == NOT_ATTEMPTED:
             return not_attempted(name)
-        want = null_verdict_ref(*case)
         if got not in VERDICTS:
             fail(name, f"expected one of {VERDICTS}, got {got!r}", "return one of the three strings",
                  launched=f"copy_ms, memcpy_ms, again_ms = {case}")
+        answers.append(got)
+    for case, got in zip(NULL_CASES, answers):
+        want = null_verdict_ref(*case)
         if got != want:
-            hint = next((h for slip, h in NULL_MISTAKES if all(slip(*c) == attempt(fn, *[list(x) for x in c])
-                                                              for c in NULL_CASES)),
+            hint = next((h for slip, h in NULL_MISTAKES if [slip(*c) for c in NULL_CASES] == answers),
                         "faster: less time than both calls of memcpy in every round; slower: more than both "
                         "in every round; otherwise no difference")
             fail(name, f"got {got!r}, expected {want!r}", hint, launched=f"copy_ms, memcpy_ms, again_ms = {case}")
