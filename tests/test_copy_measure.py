@@ -265,3 +265,38 @@ def test_each_setting_changes_one_thing_of_the_harness_flush():
     assert cm.SETTINGS[cm.ALTERNATE][1] == {**base, "order": "alternate"}
     suffixes = [sfx for sfx, _ in cm.SETTINGS.values()]
     assert len(set(suffixes)) == len(suffixes)                            # no two parts share row names
+
+
+def _after_flush(rounds=cm.AFTER_FLUSH_ROUNDS):
+    """ncu's copies of one run_after_flush: after a write flush each writes 25 MB more to DRAM."""
+    ks = []
+    for i in range(rounds):
+        for n in cm.AFTER_FLUSH_COPIES:
+            for f in ("write", "read"):
+                k = _kernel(cm.KERNELS[cm.COPIES[n]["kind"]], 92.0 + i if f == "write" else 88.0, 83.0)
+                k["dram__bytes_write.sum"] = 134.2e6 if f == "write" else 109.6e6
+                ks.append(k)
+    return ks
+
+
+def test_after_flush_rows_pair_each_copy_with_each_flush():
+    rows = cm.after_flush_rows(_after_flush())
+    results.validate_rows(rows)
+    assert [(r["contender"], r["flush_by"]) for r in rows] == \
+        [(n, f) for n in cm.AFTER_FLUSH_COPIES for f in ("write", "read")]
+    w = rows[0]
+    assert w["ms_rounds"] == pytest.approx([0.092, 0.093, 0.094]) and w["value"] == pytest.approx(0.093)
+    assert w["dram_write_bytes"] == pytest.approx(134.2e6) and rows[1]["dram_write_bytes"] == pytest.approx(109.6e6)
+    assert {r["part"] for r in rows} == {cm.AFTER_FLUSH} and all(r["ratio"] is None for r in rows)
+    assert cm.AFTER_FLUSH_COPIES == (cm.LOOP_32K, cm.NO_LOOP_32K)   # a one-change pair (the loop)
+    assert (cm.NO_LOOP_32K, cm.LOOP_32K) in cm.ONE_CHANGE
+
+
+@pytest.mark.parametrize("change", [
+    lambda ks: ks[:-1],                          # a launch missing
+    lambda ks: ks + ks[:1],                      # one too many
+    lambda ks: ks[1:] + ks[:1],                  # out of turn
+])
+def test_after_flush_rows_refuse_launches_that_are_not_the_ones_counted(change):
+    with pytest.raises(RuntimeError, match="each after a write and a read flush"):
+        cm.after_flush_rows(change(_after_flush()))

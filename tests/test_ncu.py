@@ -52,3 +52,26 @@ def test_profile_failures_are_named(monkeypatch, stdout, rc, match):
 def test_profile_refuses_bad_launch_count(bad):
     with pytest.raises(ValueError, match="launch_count must be a positive int"):
         ncu.profile(["true"], ".", launch_count=bad)
+
+
+@pytest.mark.parametrize("bad", ["off", None, "None", True])
+def test_profile_refuses_an_unknown_cache_control(bad):
+    with pytest.raises(ValueError, match="cache_control must be one of"):
+        ncu.profile(["true"], ".", cache_control=bad)
+
+
+@pytest.mark.parametrize("given, flag", [({}, "all"), ({"cache_control": "none"}, "none")])
+def test_profile_passes_its_cache_control_to_ncu(monkeypatch, given, flag):
+    seen = {}
+
+    class Done:
+        returncode, stderr, stdout = 0, "", CSV
+
+    def run(cmd, **kw):
+        seen["cmd"] = cmd
+        return Done
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    monkeypatch.setattr(ncu.subprocess, "run", run)
+    ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum",), **given)
+    cmd = seen["cmd"]
+    assert cmd[cmd.index("--cache-control") + 1] == flag

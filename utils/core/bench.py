@@ -75,16 +75,21 @@ class CudaClock:
         self.torch, self.timing, self.flush_by = torch, timing, flush_by
         self.scratch = torch.empty(256 * 2**20, dtype=torch.int8, device="cuda") if flush_l2 else None
 
+    def flush(self) -> None:
+        """Evict L2 by writing the scratch (L2 left holding its dirty lines) or reading it (clean
+        lines); nothing when built with ``flush_l2=False``."""
+        if self.scratch is not None and self.flush_by == "write":
+            self.scratch.zero_()
+        elif self.scratch is not None:
+            self.scratch.view(self.torch.int32).max()
+
     def time(self, fn):
         import time
         cuda = self.torch.cuda
         t0 = time.perf_counter()
         rep = cuda.Event(enable_timing=True)          # the repetition, flush included (for pace)
         rep.record()
-        if self.scratch is not None and self.flush_by == "write":
-            self.scratch.zero_()                      # L2 left holding dirty lines of the scratch
-        elif self.scratch is not None:
-            self.scratch.view(self.torch.int32).max()  # read: L2 left holding clean lines
+        self.flush()
         if self.timing == "burst":
             cuda._sleep(2_000_000)
         start, end = cuda.Event(enable_timing=True), cuda.Event(enable_timing=True)

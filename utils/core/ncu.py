@@ -36,16 +36,23 @@ def parse_csv(text: str, metrics) -> list[dict]:
     return [by_id[i] for i in sorted(by_id)]
 
 
+CACHE_CONTROL = ("all", "none")   # ncu flushes every cache before each profiled kernel, or keeps them
+
+
 def profile(argv: list, kernel_regex: str, metrics=L2_DRAM, timeout: int = 600, cwd=None,
-            launch_count: int | None = None) -> list[dict]:
+            launch_count: int | None = None, cache_control: str = "all") -> list[dict]:
     """Run ``argv`` under ncu, profiling the kernels whose name matches ``kernel_regex`` (only the
-    first ``launch_count`` of them, if given)."""
+    first ``launch_count`` of them, if given). ``cache_control="none"`` keeps the caches as the
+    program left them (ncu's default, "all", flushes them before each profiled kernel)."""
+    if cache_control not in CACHE_CONTROL:
+        raise ValueError(f"cache_control must be one of {CACHE_CONTROL}, got {cache_control!r}")
     if launch_count is not None and (not isinstance(launch_count, int) or launch_count < 1):
         raise ValueError(f"launch_count must be a positive int or None, got {launch_count!r}")
     if not available():
         raise RuntimeError("ncu (Nsight Compute) is not installed on this machine")
     metrics = tuple(metrics)
     cmd = ["ncu", "--csv", "--print-units", "base", "--clock-control", "none",
+           "--cache-control", cache_control,
            "--metrics", ",".join(metrics), "-k", f"regex:{kernel_regex}",
            *(["-c", str(launch_count)] if launch_count else []), *map(str, argv)]
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)

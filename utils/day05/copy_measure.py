@@ -18,6 +18,9 @@ and (``measure_order``) the odd rounds' turns reversed.
 ``measure_counters`` runs some of the copies once each under Nsight Compute, next to a kernel
 that only reads the source and one that only writes the destination: how busy DRAM was, and the
 bytes it read and wrote (torch's copy launches no kernel, so ncu cannot see it).
+``measure_after_flush`` keeps the caches under ncu and launches a loop/no-loop pair right after
+each kind of flush: the DRAM bytes a copy writes while it runs say whether the flush's written
+lines reach DRAM inside the next call.
 """
 from __future__ import annotations
 
@@ -72,6 +75,9 @@ READ_ONLY = "read only: torch sum of the source"          # under ncu, next to t
 WRITE_ONLY = "write only: torch fill of the destination"
 COUNTED = (LOOP_32K, NO_LOOP_32K, TMA_2D, TILE_2D, NO_LOOP_2K)   # once each under ncu: two one-change pairs, the best
 COUNTER_METRICS = ("gpu__time_duration.sum", DRAM_PCT, "dram__bytes_read.sum", "dram__bytes_write.sum")
+AFTER_FLUSH = "copy after a flush, caches kept"   # under ncu --cache-control none: what the flush leaves
+AFTER_FLUSH_COPIES = (LOOP_32K, NO_LOOP_32K)       # the one-change pair whose gap moved with the flush
+AFTER_FLUSH_ROUNDS = 3                             # each (copy, flush) launched this many times, interleaved
 KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": "bulk_copy_serial",
            "tile": "tma_copy_tile", "chunk": "bulk_copy_chunk"}
 
@@ -236,6 +242,70 @@ def measure_counters(M: int = 8192, N: int = 8192) -> list:
     return counter_rows(kernels, M, N)
 
 
+def run_after_flush(M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUNDS) -> None:
+    """The profiled process for ``measure_after_flush``: ``rounds`` times, each of
+    ``AFTER_FLUSH_COPIES`` right after the harness's flush written, then right after it read
+    (``bench.CudaClock.flush``). The destination is poisoned before the flush and checked on the
+    host after each copy, so the only kernels named *copy* are the ones counted."""
+    import cupy as cp
+    import torch
+    host = _host_source(M, N)
+    x = host.cuda()
+    y = torch.empty_like(x)
+    poison = torch.full_like(host, float("nan"))
+    clocks = {f: bench.CudaClock(flush_by=f) for f in bench.FLUSH_BY}
+    cx, cy = cp.asarray(x), cp.asarray(y)
+    for _ in range(rounds):
+        for name in AFTER_FLUSH_COPIES:
+            for flush in bench.FLUSH_BY:
+                launch, status = launcher(cx, cy, COPIES[name])
+                y.copy_(poison)                               # host -> GPU: no kernel
+                clocks[flush].flush()
+                launch()
+                torch.cuda.synchronize()
+                if int(status.get()[0]):
+                    raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
+                if not torch.equal(y.cpu(), host):
+                    raise AssertionError(f"{name} copied wrong values after a {flush} flush")
+
+
+def after_flush_rows(kernels: list, M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUNDS) -> list:
+    """Rows (``part=AFTER_FLUSH``), one per copy and flush, from ncu's copies of one
+    ``run_after_flush``: ``value`` the median ncu duration in ms (``ms_rounds`` each launch's),
+    ``dram_write_bytes`` and ``dram_read_bytes`` the medians of what each launch moved to and
+    from DRAM. ``flush_by`` says which flush ran right before."""
+    import statistics
+    order = [(n, f) for _ in range(rounds) for n in AFTER_FLUSH_COPIES for f in bench.FLUSH_BY]
+    launched = [k["kernel"] for k in kernels]
+    if launched != [KERNELS[COPIES[n]["kind"]] for n, _ in order]:
+        raise RuntimeError(f"expected {len(order)} copies ({rounds} rounds of {list(AFTER_FLUSH_COPIES)}, "
+                           f"each after a write and a read flush); ncu saw {launched}")
+    rows = []
+    for name in AFTER_FLUSH_COPIES:
+        for flush in bench.FLUSH_BY:
+            ks = [k for k, o in zip(kernels, order) if o == (name, flush)]
+            ms = [k["gpu__time_duration.sum"] * 1e-6 for k in ks]
+            med = lambda m: statistics.median(k[m] for k in ks)   # noqa: E731
+            rows.append(dict(name=f"{name}, after a {flush} flush", contender=name, flush_by=flush, metric="ms",
+                             value=statistics.median(ms), ms_rounds=ms, reference=None, reference_value=None,
+                             ratio=None, part=AFTER_FLUSH, shape=[M, N], dtype="float16", kernel=ks[0]["kernel"][:80],
+                             dram_busy_pct=med(DRAM_PCT), dram_read_bytes=med("dram__bytes_read.sum"),
+                             dram_write_bytes=med("dram__bytes_write.sum")))
+    return rows
+
+
+def measure_after_flush(M: int = 8192, N: int = 8192) -> list:
+    """``after_flush_rows`` of one ``run_after_flush`` under Nsight Compute with the caches kept
+    (``--cache-control none``): does the copy write the flush's lines to DRAM while it runs?"""
+    import pathlib
+    import sys
+    from ..core import ncu
+    kernels = ncu.profile([sys.executable, "-c", f"from utils.day05 import copy_measure as m; m.run_after_flush({M}, {N})"],
+                          "copy", metrics=COUNTER_METRICS, cache_control="none",
+                          cwd=pathlib.Path(__file__).resolve().parents[2])
+    return after_flush_rows(kernels, M, N)
+
+
 def measure_settings() -> list:
     """The same contenders without the L2 flush, then with a flush that reads instead of writes."""
     return measure_copies(part=UNFLUSHED) + measure_copies(part=READ_FLUSHED)
@@ -243,13 +313,13 @@ def measure_settings() -> list:
 
 def measure_order() -> list:
     """The same contenders with the odd rounds' turns reversed, so memcpy does not always run right
-    after the same copy: does the null row's ratio move? (Recorded; not shown by notebook 05 yet.)"""
+    after the same copy: does the null row's ratio move?"""
     return measure_copies(part=ALTERNATE)
 
 
 def part_or_latest(rows: list, label: str, part: str) -> tuple[list, str]:
-    """The rows of ``part`` (``UNFLUSHED``, ``READ_FLUSHED`` or ``COUNTERS``) in ``rows``, or those of the
-    latest recording that has them (labelled as such)."""
+    """The rows of ``part`` (a part of ``SETTINGS``, ``COUNTERS`` or ``AFTER_FLUSH``) in ``rows``, or
+    those of the latest recording that has them (labelled as such)."""
     from ..core import results
     got, label = results.rows_or_latest(STEM, rows, label, lambda rs: any(r.get("part") == part for r in rs),
                                         f"the {part!r} rows", part)
