@@ -177,6 +177,22 @@ def _host_source(M: int, N: int):
     return torch.from_numpy(np.random.default_rng(0).standard_normal((M, N), dtype=np.float32).astype(np.float16))
 
 
+def _copy_checked(name: str, cx, cy, y, host, poison, before=None) -> None:
+    """Launch ``COPIES[name]`` once from ``cx`` into ``cy`` (``y``'s memory): ``y`` poisoned from
+    the host first (no kernel), then ``before()`` if given, then the copy, checked on the host."""
+    import torch
+    launch, status = launcher(cx, cy, COPIES[name])
+    y.copy_(poison)
+    if before is not None:
+        before()
+    launch()
+    torch.cuda.synchronize()
+    if int(status.get()[0]):
+        raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
+    if not torch.equal(y.cpu(), host):
+        raise AssertionError(f"{name} copied wrong values")
+
+
 def run_once(M: int = 8192, N: int = 8192) -> None:
     """The profiled process: the read-only and write-only kernels, then each of ``COUNTED`` once.
     Every result is checked on the host, so the only kernels launched are the ones counted."""
@@ -195,14 +211,7 @@ def run_once(M: int = 8192, N: int = 8192) -> None:
     poison = torch.full_like(host, float("nan"))
     cx, cy = cp.asarray(x), cp.asarray(y)
     for name in COUNTED:
-        launch, status = launcher(cx, cy, COPIES[name])
-        y.copy_(poison)                                           # host -> GPU: no kernel
-        launch()
-        torch.cuda.synchronize()
-        if int(status.get()[0]):
-            raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
-        if not torch.equal(y.cpu(), host):
-            raise AssertionError(f"{name} copied wrong values")
+        _copy_checked(name, cx, cy, y, host, poison)
 
 
 def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
@@ -258,15 +267,7 @@ def run_after_flush(M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUN
     for _ in range(rounds):
         for name in AFTER_FLUSH_COPIES:
             for flush in bench.FLUSH_BY:
-                launch, status = launcher(cx, cy, COPIES[name])
-                y.copy_(poison)                               # host -> GPU: no kernel
-                clocks[flush].flush()
-                launch()
-                torch.cuda.synchronize()
-                if int(status.get()[0]):
-                    raise RuntimeError(f"{name}: a pipeline stage never completed (bounded wait fired)")
-                if not torch.equal(y.cpu(), host):
-                    raise AssertionError(f"{name} copied wrong values after a {flush} flush")
+                _copy_checked(name, cx, cy, y, host, poison, before=clocks[flush].flush)
 
 
 def after_flush_rows(kernels: list, M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUNDS) -> list:
