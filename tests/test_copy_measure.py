@@ -60,6 +60,10 @@ def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
     (fake(), fake(), dict(chunk_bytes=-16), "chunk_bytes must be a positive multiple of 16"),
     (fake(), fake(), dict(chunk_bytes=8192.0), "chunk_bytes must be a positive multiple of 16"),
     (fake(), fake(), dict(chunk_bytes=256 * 1024), "exceeds"),
+    (fake(), fake(), dict(evict_first="loads"), "evict_first must be a tuple of distinct names"),
+    (fake(), fake(), dict(evict_first=["loads"]), "evict_first must be a tuple"),
+    (fake(), fake(), dict(evict_first=("reads",)), r"from \('loads', 'stores'\)"),
+    (fake(), fake(), dict(evict_first=("loads", "loads")), "distinct names"),
 ])
 def test_chunk_launcher_names_the_rule_broken(src, dst, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -176,7 +180,7 @@ def test_the_copy_plot_draws_every_contender_and_refuses_none():
     ax = fig.axes[0]
     assert [t.get_text() for t in ax.get_yticklabels()] == [*cm.COPIES, cm.MEMCPY_AGAIN]
     greens = sum(1 for c in cm.COPIES.values() if c["kind"] in ("tile", "chunk"))
-    assert greens == 4
+    assert greens == 6   # no loop: 2-D tile, 32, 8 and 2 KiB chunks, and the 2 KiB copy with each hint
     plt.close(fig)
     with pytest.raises(ValueError, match="no copy contender"):
         cm.plot([dict(name=cm.MEMCPY, ratio=1.0)])
@@ -300,3 +304,21 @@ def test_after_flush_rows_pair_each_copy_with_each_flush():
 def test_after_flush_rows_refuse_launches_that_are_not_the_ones_counted(change):
     with pytest.raises(RuntimeError, match="each after a write and a read flush"):
         cm.after_flush_rows(change(_after_flush()))
+
+
+def test_the_chunk_kernel_hints_l2_only_where_asked():
+    body = ptx.entry(runtime.ptx(), "bulk_copy_chunk")
+    assert "createpolicy.fractional.L2::evict_first" in body
+    assert "cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint" in body
+    assert "cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint" in body
+    assert runtime.EVICT_FIRST == {"loads": 1, "stores": 2}     # the kernel's bits: 1 the loads, 2 the stores
+    src = runtime.kernel_source("bulk_copy_chunk")
+    assert "if (evict_first & 1) bulk_load_hinted" in src and "if (evict_first & 2) bulk_store_hinted" in src
+
+
+@pytest.mark.parametrize("hinted, where", [("EF_LOADS", ("loads",)), ("EF_STORES", ("stores",))])
+def test_each_hinted_copy_changes_one_thing_of_the_best(hinted, where):
+    name = getattr(cm, hinted)
+    cfg = dict(cm.COPIES[name])
+    assert cfg.pop("evict_first") == where and cfg == cm.COPIES[cm.NO_LOOP_2K]
+    assert (name, cm.NO_LOOP_2K) in cm.ONE_CHANGE

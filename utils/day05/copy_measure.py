@@ -8,7 +8,8 @@ CTA copies one contiguous run of chunks instead of every grid-th chunk. Then the
 stages spread over 6 CTAs per SM, one chunk at a time each, and the same with each CTA taking the
 next untaken chunk from a counter instead of a fixed round robin. Last, the copies with no
 loop: one tile or chunk per CTA (load, wait, store, exit), as many CTAs resident per SM as their
-shared memory allows (the occupancy calculator's count is recorded with each row). A second call
+shared memory allows (the occupancy calculator's count is recorded with each row), and the best of
+them with an L2 evict_first cache hint on its loads, or on its stores. A second call
 of torch's copy (``MEMCPY_AGAIN``) shows what a ratio reads when nothing changed. Every output
 is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
 ``SETTINGS`` times the same contenders in other ways, one change each from the default: the
@@ -39,6 +40,8 @@ NO_LOOP_32K = "1-D bulk, 32 KiB chunks, one per CTA (no loop)"      # vs LOOP_32
 NO_LOOP_8K = "1-D bulk, 8 KiB chunks, one per CTA (no loop)"
 NO_LOOP_2K = "1-D bulk, 2 KiB chunks, one per CTA (no loop)"
 TILE_2D = "TMA 2-D, 32 x 256 boxes (16 KiB), one per CTA (no loop)"  # vs TMA_2D: one change
+EF_LOADS = "1-D bulk, 2 KiB chunks, one per CTA (no loop), loads evict-first"    # vs NO_LOOP_2K: one change
+EF_STORES = "1-D bulk, 2 KiB chunks, one per CTA (no loop), stores evict-first"  # vs NO_LOOP_2K: one change
 COPIES = {
     TMA_2D: dict(kind="2d", box_shape=(32, 256), stages=4, ctas_per_sm=2),
     "1-D bulk, 16 KiB chunks, 4 stages, 2 CTAs/SM": dict(kind="bulk", chunk_bytes=16384, stages=4, ctas_per_sm=2),
@@ -52,6 +55,8 @@ COPIES = {
     NO_LOOP_32K: dict(kind="chunk", chunk_bytes=32768),
     NO_LOOP_8K: dict(kind="chunk", chunk_bytes=8192),
     NO_LOOP_2K: dict(kind="chunk", chunk_bytes=2048),
+    EF_LOADS: dict(kind="chunk", chunk_bytes=2048, evict_first=("loads",)),
+    EF_STORES: dict(kind="chunk", chunk_bytes=2048, evict_first=("stores",)),
 }
 ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (SPAN, "1-D bulk, 32 KiB chunks, 4 stages, 1 CTA/SM"),   # which chunks a CTA takes
@@ -59,6 +64,8 @@ ONE_CHANGE = (   # (contender, the one it changes one thing of)
     (COUNTER, SERIAL),                                       # fixed round robin -> the next untaken chunk
     (NO_LOOP_32K, LOOP_32K),                                 # the loop: same chunks, same bytes in flight
     (TILE_2D, TMA_2D),                                       # the loop, with a tensor map
+    (EF_LOADS, NO_LOOP_2K),                                  # an L2 evict_first hint on the loads
+    (EF_STORES, NO_LOOP_2K),                                 # ... or on the stores
 )
 ONE_PER_CTA = ("tile", "chunk")   # the kinds with no loop: one tile or chunk per CTA
 UNFLUSHED = "copy, L2 not flushed"   # timed without the harness's L2 flush: one change

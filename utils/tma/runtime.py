@@ -217,15 +217,25 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 
 
-def chunk_launcher(src, dst, chunk_bytes: int = 32768):
+EVICT_FIRST = {"loads": 1, "stores": 2}   # which of a copy's bulk copies carry an L2 evict_first hint
+
+
+def chunk_launcher(src, dst, chunk_bytes: int = 32768, evict_first: tuple = ()):
     """``(launch, status)`` for the 1-D bulk copy with no loop: one CTA per ``chunk_bytes`` chunk
-    (load, wait, store, exit), as many resident per SM as their shared memory allows. Same rules
-    as :func:`bulk_launcher`."""
+    (load, wait, store, exit), as many resident per SM as their shared memory allows.
+    ``evict_first`` names the copies ("loads", "stores") that carry an L2 evict_first cache hint.
+    Same rules as :func:`bulk_launcher`."""
     _check_bulk(src, dst, chunk_bytes)
+    if not (isinstance(evict_first, tuple) and set(evict_first) <= set(EVICT_FIRST)
+            and len(set(evict_first)) == len(evict_first)):
+        raise ValueError(f"evict_first must be a tuple of distinct names from {tuple(EVICT_FIRST)}, "
+                         f"got {evict_first!r}")
+    hints = sum(EVICT_FIRST[n] for n in evict_first)
     smem = chunk_bytes + ALIGN_SLACK
     k = kernel("bulk_copy_chunk", smem)
     status = _status()
-    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), status, np.uint64(TIMEOUT_NS))
+    args = (src, dst, np.uint64(src.nbytes), np.uint32(chunk_bytes), np.int32(hints), status,
+            np.uint64(TIMEOUT_NS))
     grid = (-(-src.nbytes // chunk_bytes),)
     return (lambda: k(grid, (32,), args, shared_mem=smem)), status
 

@@ -184,6 +184,24 @@ __device__ __forceinline__ void bulk_store(unsigned char* dst, unsigned src, uns
   asm volatile("cp.async.bulk.global.shared::cta.bulk_group [%0], [%1], %2;" :: "l"(dst), "r"(src), "r"(bytes) : "memory");
   asm volatile("cp.async.bulk.commit_group;" ::: "memory");
 }
+// The same two copies with an L2 cache hint: `policy` (from createpolicy) says how L2 should
+// keep the lines they touch; evict_first: these lines go first when L2 needs room.
+__device__ __forceinline__ unsigned long long evict_first_policy() {
+  unsigned long long policy;
+  asm volatile("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  return policy;
+}
+__device__ __forceinline__ void bulk_load_hinted(unsigned dst, const unsigned char* src, unsigned bytes, unsigned bar,
+                                                 unsigned long long policy) {
+  asm volatile("cp.async.bulk.shared::cluster.global.mbarrier::complete_tx::bytes.L2::cache_hint [%0], [%1], %2, [%3], %4;"
+               :: "r"(dst), "l"(src), "r"(bytes), "r"(bar), "l"(policy) : "memory");
+}
+__device__ __forceinline__ void bulk_store_hinted(unsigned char* dst, unsigned src, unsigned bytes,
+                                                  unsigned long long policy) {
+  asm volatile("cp.async.bulk.global.shared::cta.bulk_group.L2::cache_hint [%0], [%1], %2, %3;"
+               :: "l"(dst), "r"(src), "r"(bytes), "l"(policy) : "memory");
+  asm volatile("cp.async.bulk.commit_group;" ::: "memory");
+}
 extern "C" __global__ void bulk_copy_pipelined(const unsigned char* src, unsigned char* dst,
                                                unsigned long long total, unsigned chunk, int stages,
                                                int span, int* status, unsigned long long timeout_ns) {
@@ -257,21 +275,25 @@ extern "C" __global__ void bulk_copy_serial(const unsigned char* src, unsigned c
 // (h) The 1-D bulk copy without the loop: each CTA copies ONE chunk (load -> wait -> store) and
 // exits, and the hardware's CTA scheduler starts the next CTA in its place. The chunks in flight
 // per SM are the CTAs resident there (shared memory decides how many): no ring, no stage index,
-// no phase to track.
+// no phase to track. `evict_first` (bit 0: the loads, bit 1: the stores) asks L2 to evict those
+// lines first; 0 issues the plain copies.
 extern "C" __global__ void bulk_copy_chunk(const unsigned char* src, unsigned char* dst,
-                                           unsigned long long total, unsigned chunk, int* status,
-                                           unsigned long long timeout_ns) {
+                                           unsigned long long total, unsigned chunk, int evict_first,
+                                           int* status, unsigned long long timeout_ns) {
   unsigned char* smem = smem_base();
   __shared__ __align__(8) unsigned long long bar_storage;
   if (threadIdx.x != 0) return;
   unsigned long long at = (unsigned long long)blockIdx.x * chunk;
   if (at >= total) return;
   unsigned bytes = (unsigned)(total - at < chunk ? total - at : chunk), bar = smem_addr(&bar_storage);
+  unsigned long long policy = evict_first ? evict_first_policy() : 0;
   mbar_init(bar, 1);
   mbar_expect_tx(bar, bytes);
-  bulk_load(smem_addr(smem), src + at, bytes, bar);
+  if (evict_first & 1) bulk_load_hinted(smem_addr(smem), src + at, bytes, bar, policy);
+  else bulk_load(smem_addr(smem), src + at, bytes, bar);
   if (!mbar_wait_bounded(bar, 0, timeout_ns)) { atomicExch(status, 1); return; }
-  bulk_store(dst + at, smem_addr(smem), bytes);
+  if (evict_first & 2) bulk_store_hinted(dst + at, smem_addr(smem), bytes, policy);
+  else bulk_store(dst + at, smem_addr(smem), bytes);
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the read
 }
 
