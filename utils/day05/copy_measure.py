@@ -356,7 +356,7 @@ def plot(rows: list, label: str = ""):
     ax.invert_yaxis()
     ax.set_xlabel("ratio to memcpy (median; bar: lowest to highest round)")
     where = label.split("; also")[0]                     # the recording shown, not the others
-    ax.set_title(f"05 §6: TMA copies against memcpy (gray: nothing changed; blue: a loop; green: one per CTA)\n{where}",
+    ax.set_title(f"05 §6: TMA copies against memcpy\n(gray: nothing changed; blue: a loop; green: one per CTA)\n{where}",
                  fontsize=10)
     fig.tight_layout()
     return fig
