@@ -44,6 +44,10 @@ def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map(name):
     (fake(), fake(), dict(stages=2.0), "stages must be an int"),
     (fake(), fake(), dict(chunk_bytes=65536, stages=4), "exceeds"),
     (fake(), fake(), dict(span=1), "span must be True or False"),
+    (fake(), fake(), dict(ctas_per_sm=0), r"ctas_per_sm must be an int in 1\.\.32"),
+    (fake(), fake(), dict(ctas_per_sm=33), r"ctas_per_sm must be an int in 1\.\.32"),
+    (fake(), fake(), dict(ctas_per_sm=2.0), r"ctas_per_sm must be an int in 1\.\.32"),
+    (fake(), fake(), dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32"),
 ])
 def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
     with pytest.raises(ValueError, match=match):
@@ -322,3 +326,10 @@ def test_each_hinted_copy_changes_one_thing_of_the_best(hinted, where):
     cfg = dict(cm.COPIES[name])
     assert cfg.pop("evict_first") == where and cfg == cm.COPIES[cm.NO_LOOP_2K]
     assert (name, cm.NO_LOOP_2K) in cm.ONE_CHANGE
+
+
+@pytest.mark.parametrize("bad", [0, -2, 33, 1.5, True, "2"])
+def test_pipelined_launcher_refuses_a_grid_it_cannot_launch(bad):
+    arr = types.SimpleNamespace(shape=(64, 256), dtype="float16", ndim=2)
+    with pytest.raises(ValueError, match=r"ctas_per_sm must be an int in 1\.\.32"):
+        runtime.pipelined_launcher(arr, arr, ctas_per_sm=bad)

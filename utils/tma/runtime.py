@@ -135,6 +135,12 @@ def _check_stages(stages):
                          f"stored, so one buffer cannot pipeline; 8 mbarriers), got {stages!r}")
 
 
+def _check_ctas_per_sm(ctas_per_sm):
+    """The grid is ``SMs x ctas_per_sm`` CTAs: 1..32 (32 is the most CTAs an SM can hold)."""
+    if not isinstance(ctas_per_sm, int) or isinstance(ctas_per_sm, bool) or not 1 <= ctas_per_sm <= 32:
+        raise ValueError(f"ctas_per_sm must be an int in 1..32, got {ctas_per_sm!r}")
+
+
 def copy_pipelined(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: int = 2,
                    check: bool = True, **spec_kwargs):
     """Copy a 2-D CuPy array with the pipelined TMA kernel; returns ``dst``.
@@ -157,6 +163,7 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
         raise ValueError(f"src and dst must be 2-D with equal shape and dtype, got "
                          f"{src.shape}/{src.dtype} and {dst.shape}/{dst.dtype}")
     _check_stages(stages)
+    _check_ctas_per_sm(ctas_per_sm)
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
     rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
     by, bx = box_shape
@@ -205,6 +212,7 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
     import cupy as cp
     _check_bulk(src, dst, chunk_bytes)
     _check_stages(stages)
+    _check_ctas_per_sm(ctas_per_sm)
     if not isinstance(span, bool):
         raise ValueError(f"span must be True or False, got {span!r}")
     smem = stages * chunk_bytes + ALIGN_SLACK
@@ -247,8 +255,7 @@ def serial_launcher(src, dst, chunk_bytes: int = 32768, ctas_per_sm: int = 6, dy
     :func:`bulk_launcher`."""
     import cupy as cp
     _check_bulk(src, dst, chunk_bytes)
-    if not (isinstance(ctas_per_sm, int) and not isinstance(ctas_per_sm, bool) and 1 <= ctas_per_sm <= 32):
-        raise ValueError(f"ctas_per_sm must be an int in 1..32, got {ctas_per_sm!r}")
+    _check_ctas_per_sm(ctas_per_sm)
     if not isinstance(dynamic, bool):
         raise ValueError(f"dynamic must be True or False, got {dynamic!r}")
     smem = chunk_bytes + ALIGN_SLACK
