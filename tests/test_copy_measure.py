@@ -333,3 +333,16 @@ def test_pipelined_launcher_refuses_a_grid_it_cannot_launch(bad):
     arr = types.SimpleNamespace(shape=(64, 256), dtype="float16", ndim=2)
     with pytest.raises(ValueError, match=r"ctas_per_sm must be an int in 1\.\.32"):
         runtime.pipelined_launcher(arr, arr, ctas_per_sm=bad)
+
+
+def test_the_1_gib_parts_change_only_the_size():
+    base = cm.SETTINGS["copy"][1]
+    assert cm.SETTINGS[cm.BIG][1] == base and cm.SETTINGS[cm.BIG_ALTERNATE][1] == cm.SETTINGS[cm.ALTERNATE][1]
+    M, N = cm.BIG_SHAPE
+    assert M * N * 2 == 2**30 and M * N == 8 * 8192 * 8192       # 8x the 128 MiB copy, fp16
+    assert all(2**30 % c.get("chunk_bytes", 16384) == 0 for c in cm.COPIES.values())   # whole chunks
+
+
+def test_the_1_gib_results_file_belongs_to_notebook_05():
+    from utils.core import gallery
+    assert gallery.source(cm.BIG_STEM) == "day05_tma/05_gemm_ladder"

@@ -14,7 +14,8 @@ of torch's copy (``MEMCPY_AGAIN``) shows what a ratio reads when nothing changed
 is poisoned and compared exactly with the input before timing; GB/s counts bytes read + written.
 ``SETTINGS`` times the same contenders in other ways, one change each from the default: the
 harness's L2 flush done by reading its 256 MiB buffer instead of writing it, or not done at all;
-and (``measure_order``) the odd rounds' turns reversed.
+(``measure_order``) the odd rounds' turns reversed; and (``measure_big``, its own results file)
+1 GiB copied instead of 128 MiB, turns fixed and alternating.
 
 ``measure_counters`` runs some of the copies once each under Nsight Compute, next to a kernel
 that only reads the source and one that only writes the destination: how busy DRAM was, and the
@@ -71,12 +72,18 @@ ONE_PER_CTA = ("tile", "chunk")   # the kinds with no loop: one tile or chunk pe
 UNFLUSHED = "copy, L2 not flushed"   # timed without the harness's L2 flush: one change
 READ_FLUSHED = "copy, L2 flushed by a read"   # the flush reads its buffer instead of writing it: one change
 ALTERNATE = "copy, turns alternating"   # odd rounds take their turns in reverse (bench.schedule): one change
+BIG = "copy, 1 GiB"                     # the same contenders on a source 8x larger: one change
+BIG_ALTERNATE = "copy, 1 GiB, turns alternating"
+BIG_STEM = "05_gemm_ladder_copy_1gib"   # their own results file
+BIG_SHAPE = (16384, 32768)              # fp16: 1 GiB, against the 256 MiB flush and 50 MB of L2
 COUNTERS = "copy counters"           # the part measured under ncu
 SETTINGS = {   # part -> (suffix of its row names, how the harness flushes L2 before each call)
     "copy": ("", dict(flush_l2=True, flush_by="write")),
     UNFLUSHED: (", L2 not flushed", dict(flush_l2=False)),
     READ_FLUSHED: (", L2 flushed by a read", dict(flush_l2=True, flush_by="read")),
     ALTERNATE: (", turns alternating", dict(flush_l2=True, flush_by="write", order="alternate")),
+    BIG: (", 1 GiB", dict(flush_l2=True, flush_by="write")),
+    BIG_ALTERNATE: (", 1 GiB, turns alternating", dict(flush_l2=True, flush_by="write", order="alternate")),
 }
 READ_ONLY = "read only: torch sum of the source"          # under ncu, next to the copies
 WRITE_ONLY = "write only: torch fill of the destination"
@@ -323,6 +330,12 @@ def measure_order() -> list:
     """The same contenders with the odd rounds' turns reversed, so memcpy does not always run right
     after the same copy: does the null row's ratio move?"""
     return measure_copies(part=ALTERNATE)
+
+
+def measure_big() -> list:
+    """The same contenders copying 1 GiB (``BIG_SHAPE``) instead of 128 MiB, turns fixed and
+    alternating: the flush's written lines are then a small part of what each call moves."""
+    return measure_copies(*BIG_SHAPE, part=BIG) + measure_copies(*BIG_SHAPE, part=BIG_ALTERNATE)
 
 
 def part_or_latest(rows: list, label: str, part: str) -> tuple[list, str]:
