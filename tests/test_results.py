@@ -234,3 +234,17 @@ def test_commit_is_read_from_git_unless_course_commit_names_it(monkeypatch):
     assert got == "unknown" or re.fullmatch(r"[0-9a-f]{12}(\+changes)?", got)
     monkeypatch.setenv("COURSE_COMMIT", "c666ea4d0e1f")        # a tree copied to a GPU machine
     assert results._commit() == "c666ea4d0e1f"
+
+
+def test_a_stem_the_chosen_device_never_recorded(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    write_device(tmp_path, "NVIDIA H100", [ROW], "2026-12-01T00:00:00")
+    monkeypatch.setenv(results.DEVICE_ENV, "h200")
+    cpu = Tier("cpu", None, None, "")
+    with pytest.raises(LookupError, match="no recording of 'demo' on a device matching 'h200'"):
+        results.record_or_load("demo", None, cpu)                     # by default: say so
+    rows, label = results.record_or_load("demo", None, cpu, any_device=True)
+    assert rows == [ROW]
+    assert label == "recorded on NVIDIA H100, 2026-12-01 (no recording on a device matching 'h200')"
+    monkeypatch.setenv(results.DEVICE_ENV, "h100")                   # a device that has it: as before
+    assert results.record_or_load("demo", None, cpu, any_device=True)[1] == "recorded on NVIDIA H100, 2026-12-01"

@@ -205,11 +205,13 @@ def label(doc: dict) -> str:
 
 
 def record_or_load(stem: str, measure, tier, names: tuple | None = None,
-                   needs: str = "gpu") -> tuple[list, str]:
+                   needs: str = "gpu", any_device: bool = False) -> tuple[list, str]:
     """If the tier provides ``needs`` ("gpu", "tma", or "ncu": Hopper with Nsight Compute), run
     ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
     if given: every one of them must be there). Returns ``(rows, label)``: the label says
-    measured now, or recorded on which device and when.
+    measured now, or recorded on which device and when. With ``any_device=True``, a stem that the
+    device chosen by ``$COURSE_RESULTS_DEVICE`` never recorded loads from the latest recording of
+    any device, and the label says so.
     """
     if needs not in ("gpu", "tma", "ncu"):
         raise ValueError(f"needs must be 'gpu', 'tma' or 'ncu', got {needs!r}")
@@ -231,12 +233,20 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
                  merge=key in _RECORDED_THIS_RUN)
             _RECORDED_THIS_RUN.add(key)
         return rows, f"measured now on {tier.device_name}"
-    doc = load(stem)
+    try:
+        doc = load(stem)
+    except LookupError:                      # the chosen device never recorded this stem
+        if not any_device:
+            raise
+        doc = load(stem, device=max(documents(stem), key=lambda d: d["date"])["device"])
+        doc = dict(doc, chosen_missing=os.environ.get(DEVICE_ENV))
     rows = doc["rows"] if names is None else [r for r in doc["rows"] if r["name"] in names]
     missing = sorted(set(names or ()) - {r["name"] for r in rows})
     if missing:
         raise KeyError(f"{doc['path']} has no rows named {missing}: re-record the notebook "
                        "(COURSE_RECORD=1 on a Hopper GPU)")
+    if doc.get("chosen_missing"):
+        return rows, f"{label(doc)} (no recording on a device matching {doc['chosen_missing']!r})"
     return rows, label(doc)
 
 
