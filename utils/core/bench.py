@@ -8,11 +8,11 @@ Rules it enforces (see COURSE_DESIGN.md):
   calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
   back to back, each between two CUDA events, the L2 cache flushed before each one (by
   writing a 256 MiB buffer, outside the events; ``flush_by="read"`` reads it instead, which
-  made copies 5-7% faster in notebook 05 §6.1: our reading is that the written lines still go
-  to DRAM during the timed call); the GPU never idles between them, so clocks are what a
-  user's steady workload gets. (``timing="burst"``, the course's old figure, spins the GPU ~1 ms before each repetition and waits after it: a
-  cold-start figure that hides host launch overhead; use it only where that is the lesson,
-  and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
+  made 128 MiB copies 4-8% faster in notebook 05 §6.1, where ncu counts the written lines
+  going to DRAM inside the next timed call); the GPU never idles between them, so clocks are
+  what a user's steady workload gets. (``timing="burst"``, the course's old figure, spins the
+  GPU ~1 ms before each repetition and waits after it: a cold-start figure that hides host
+  launch overhead; use it only where that is the lesson, and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
   :func:`host_pace`): a kernel shorter than its own launch overhead is timed with that overhead.
 * contenders are timed **interleaved**: they take turns (A, B, C, A, B, C, ...), and every
   ``reps/rounds`` turns make one round, so clock or thermal drift hits all of them alike;

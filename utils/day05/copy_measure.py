@@ -191,6 +191,29 @@ def _host_source(M: int, N: int):
     return torch.from_numpy(np.random.default_rng(0).standard_normal((M, N), dtype=np.float32).astype(np.float16))
 
 
+def _profiled_arrays(M: int, N: int) -> tuple:
+    """``(host, x, y, poison, cx, cy)`` for a profiled process: the host source, its GPU copy
+    ``x``, the destination ``y``, a host NaN array to poison ``y`` with, and CuPy views of ``x``
+    and ``y``. Made without launching a kernel ncu would count."""
+    import cupy as cp
+    import torch
+    host = _host_source(M, N)
+    x = host.cuda()
+    y = torch.empty_like(x)
+    return host, x, y, torch.full_like(host, float("nan")), cp.asarray(x), cp.asarray(y)
+
+
+def _under_ncu(call: str, kernels: str, cache_control: str = "all") -> list:
+    """ncu's ``COUNTER_METRICS`` for the kernels matching ``kernels`` that ``copy_measure.<call>``
+    launches, run in a fresh Python process from the repository root."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    return ncu.profile([sys.executable, "-c", f"from utils.day05 import copy_measure as m; m.{call}"], kernels,
+                       metrics=COUNTER_METRICS, cache_control=cache_control,
+                       cwd=pathlib.Path(__file__).resolve().parents[2])
+
+
 def _copy_checked(name: str, cx, cy, y, host, poison, before=None) -> None:
     """Launch ``COPIES[name]`` once from ``cx`` into ``cy`` (``y``'s memory): ``y`` poisoned from
     the host first (no kernel), then ``before()`` if given, then the copy, checked on the host."""
@@ -210,11 +233,8 @@ def _copy_checked(name: str, cx, cy, y, host, poison, before=None) -> None:
 def run_once(M: int = 8192, N: int = 8192) -> None:
     """The profiled process: the read-only and write-only kernels, then each of ``COUNTED`` once.
     Every result is checked on the host, so the only kernels launched are the ones counted."""
-    import cupy as cp
     import torch
-    host = _host_source(M, N)
-    x = host.cuda()
-    y = torch.empty_like(x)
+    host, x, y, poison, cx, cy = _profiled_arrays(M, N)
     total = float(x.sum(dtype=torch.float32))                     # READ_ONLY
     want = host.double().sum().item()
     if abs(total - want) > 1e-4 * host.double().abs().sum().item():
@@ -222,8 +242,6 @@ def run_once(M: int = 8192, N: int = 8192) -> None:
     y.fill_(1.0)                                                  # WRITE_ONLY
     if not bool((y.cpu() == 1).all()):
         raise AssertionError(f"{WRITE_ONLY} wrote wrong values")
-    poison = torch.full_like(host, float("nan"))
-    cx, cy = cp.asarray(x), cp.asarray(y)
     for name in COUNTED:
         _copy_checked(name, cx, cy, y, host, poison)
 
@@ -256,13 +274,7 @@ def counter_rows(kernels: list, M: int = 8192, N: int = 8192) -> list:
 
 def measure_counters(M: int = 8192, N: int = 8192) -> list:
     """``counter_rows`` of one ``run_once`` under Nsight Compute (Hopper with ncu)."""
-    import pathlib
-    import sys
-    from ..core import ncu
-    kernels = ncu.profile([sys.executable, "-c", f"from utils.day05 import copy_measure as m; m.run_once({M}, {N})"],
-                          "copy|reduce_kernel|elementwise_kernel", metrics=COUNTER_METRICS,
-                          cwd=pathlib.Path(__file__).resolve().parents[2])
-    return counter_rows(kernels, M, N)
+    return counter_rows(_under_ncu(f"run_once({M}, {N})", "copy|reduce_kernel|elementwise_kernel"), M, N)
 
 
 def run_after_flush(M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUNDS) -> None:
@@ -270,14 +282,8 @@ def run_after_flush(M: int = 8192, N: int = 8192, rounds: int = AFTER_FLUSH_ROUN
     ``AFTER_FLUSH_COPIES`` right after the harness's flush written, then right after it read
     (``bench.CudaClock.flush``). The destination is poisoned before the flush and checked on the
     host after each copy, so the only kernels named *copy* are the ones counted."""
-    import cupy as cp
-    import torch
-    host = _host_source(M, N)
-    x = host.cuda()
-    y = torch.empty_like(x)
-    poison = torch.full_like(host, float("nan"))
+    host, x, y, poison, cx, cy = _profiled_arrays(M, N)
     clocks = {f: bench.CudaClock(flush_by=f) for f in bench.FLUSH_BY}
-    cx, cy = cp.asarray(x), cp.asarray(y)
     for _ in range(rounds):
         for name in AFTER_FLUSH_COPIES:
             for flush in bench.FLUSH_BY:
@@ -312,13 +318,7 @@ def after_flush_rows(kernels: list, M: int = 8192, N: int = 8192, rounds: int = 
 def measure_after_flush(M: int = 8192, N: int = 8192) -> list:
     """``after_flush_rows`` of one ``run_after_flush`` under Nsight Compute with the caches kept
     (``--cache-control none``): does the copy write the flush's lines to DRAM while it runs?"""
-    import pathlib
-    import sys
-    from ..core import ncu
-    kernels = ncu.profile([sys.executable, "-c", f"from utils.day05 import copy_measure as m; m.run_after_flush({M}, {N})"],
-                          "copy", metrics=COUNTER_METRICS, cache_control="none",
-                          cwd=pathlib.Path(__file__).resolve().parents[2])
-    return after_flush_rows(kernels, M, N)
+    return after_flush_rows(_under_ncu(f"run_after_flush({M}, {N})", "copy", cache_control="none"), M, N)
 
 
 def measure_settings() -> list:

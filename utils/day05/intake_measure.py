@@ -13,7 +13,8 @@ Each part is timed by ``compare_modes`` (GB/s delivered to shared memory, conten
 every output checked against a float64 sum first; §7's feed times through it too), then run once
 under Nsight Compute: the SM clock, bytes per cycle per SM, L2 and DRAM busy %, the bytes the SMs
 took in and how busy that port was, DRAM bytes, and how Hopper's L2 request coalescer served the
-bytes (read from L2, merged by hardware, served by multicast). The rows go to notebook 05's ``05_gemm_ladder_multicast`` results file.
+bytes (read from L2, merged by hardware, served by multicast). The rows go to notebook 05's
+``05_gemm_ladder_multicast`` results file.
 """
 from __future__ import annotations
 
