@@ -125,3 +125,27 @@ def test_variants_bad_inputs_and_steps():
     with pytest.raises(ValueError, match="variant"):
         cute_measure.run_step(None, None, None, variant="nope")
     assert {kw.get("variant", "tma") for kw in cute_measure.GEMM_STEPS.values()} == {"tma", "ws", "cpasync"}
+
+
+def test_ws_cluster_without_multicast_ptx(base_ptx):
+    """WsGemm(multicast=False) keeps the 2 x 1 cluster and the producer warpgroup but loads like the
+    (1, 1) kernel: no multicast copy, and each consumer frees its stage in its own CTA only."""
+    g = cute_gemm_ws.WsGemm(True, (2, 1), multicast=False)
+    assert g.cluster == (2, 1) and g.share == (1, 1) and g.release_mode() == (1, 0)
+    p = cute_gemm.ptx_of(gemm=g)
+    with_mc = cute_gemm.ptx_of(gemm=cute_gemm_ws.WsGemm(True, (2, 1)))
+    assert lines(p, "barrier.cluster") and lines(with_mc, "barrier.cluster")   # the cluster syncs in both
+    assert not lines(p, "multicast::cluster") and lines(with_mc, "multicast::cluster")
+    assert len(lines(p, "cp.async.bulk.tensor.2d.shared::")) == 2 and lines(p, "setmaxnreg.inc")
+    with pytest.raises(ValueError, match="multicast=False"):
+        cute_gemm_ws.WsGemm(True, (2, 2), multicast=False)
+
+
+def test_ladder_cluster_only_variant():
+    from utils.cute_dsl import ladder
+    family, kw = ladder._step(ladder.CLUSTER_ONLY)
+    assert family == "ws" and kw == {**ladder.STEPS[ladder.ORDER_BASE][1], "multicast": False}
+    k = ladder.make(ladder.CLUSTER_ONLY)
+    assert k.persistent and k.cluster == (2, 1) and k.share == (1, 1)
+    with pytest.raises(ValueError, match="unknown rung"):
+        ladder.make("8 · nothing")

@@ -527,3 +527,16 @@ def test_compare_modes_reads_lines_and_reports_a_fired_wait(monkeypatch):
     with pytest.raises(RuntimeError, match="intake, x, multicast: a bounded mbarrier wait fired"):
         im.compare_modes(src, 2, im.INTAKE_MODES, im.LIGHT, lambda m: f"intake, x, {m}")
     assert ("reference", im.LIGHT["lines"]) in calls
+
+
+def test_persistent_part_splits_rung_6_into_one_change_each():
+    """Rung 5 -> the same kernel in a 2 x 1 cluster, each CTA loading -> rung 6 (multicast)."""
+    from utils.cute_dsl import ladder
+    from utils.day05 import multicast_measure as mm
+    names = mm.persistent_names()
+    assert names == [list(ladder.STEPS)[4], ladder.CLUSTER_ONLY, ladder.ORDER_BASE]
+    k5, kc, k6 = (ladder.make(n) for n in names)
+    assert all(k.persistent and k.realloc and k.order == "grouped" for k in (k5, kc, k6))
+    assert (k5.cluster, k5.share) == ((1, 1), (1, 1))          # no cluster
+    assert (kc.cluster, kc.share) == ((2, 1), (1, 1))          # + the cluster, nothing shared
+    assert (k6.cluster, k6.share) == ((2, 1), (2, 1))          # + B through multicast

@@ -36,11 +36,13 @@ class WsGemm(TmaGemm):
     """``WsGemm(persistent, cluster, sms, realloc, order)(a, b, c, stream)``: same tensors as
     ``TmaGemm``. ``sms``: the GPU's SM count (the persistent grid launches sms / cluster size
     clusters); ``realloc=False`` leaves out the two ``setmaxnreg`` (every warp keeps the launch's
-    registers); ``order``: the tile order (:func:`cute_gemm.ordered_tile`)."""
+    registers); ``order``: the tile order (:func:`cute_gemm.ordered_tile`); ``multicast=False``
+    keeps the cluster (and with it the tile order and co-scheduling) but has every CTA load its own
+    tiles and free its own buffers, as in ``TmaGemm``."""
 
     def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS, realloc: bool = True,
-                 order: str = "grouped", tile=TILE_MNK, c_sets: int = 1):
-        super().__init__(ws_stages(2, tile, c_sets), cluster, tile, order)
+                 order: str = "grouped", tile=TILE_MNK, c_sets: int = 1, multicast: bool = True):
+        super().__init__(ws_stages(2, tile, c_sets), cluster, tile, order, multicast)
         if not (isinstance(sms, int) and sms >= 1):
             raise ValueError(f"sms must be a positive int, got {sms!r}")
         self.persistent, self.realloc = bool(persistent), bool(realloc)
@@ -88,9 +90,9 @@ class WsGemm(TmaGemm):
             cpasync.prefetch_descriptor(atom_a)
             cpasync.prefetch_descriptor(atom_b)
             cpasync.prefetch_descriptor(atom_c)
-        cm, cn = self.cluster
-        cta_layout = cute.make_layout((cm, cn, 1))
+        cta_layout = cute.make_layout((*self.cluster, 1))
         crd = cta_layout.get_flat_coord(cute.arch.make_warp_uniform(cute.arch.block_idx_in_cluster()))
+        cm, cn = self.share                             # (1, 1) without multicast
         mask_a = cute.make_layout_image_mask(cta_layout, crd, mode=1) if cn > 1 else 0
         mask_b = cute.make_layout_image_mask(cta_layout, crd, mode=0) if cm > 1 else 0
         storage = SmemAllocator().allocate(self.storage)
@@ -98,7 +100,8 @@ class WsGemm(TmaGemm):
         pipe = pipeline.PipelineTmaAsync.create(
             barrier_storage=storage.bars.data_ptr(), num_stages=self.stages,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread), consumer_group=consumers,
-            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True)
+            tx_count=self.stage_bytes, cta_layout_vmnk=cute.make_layout((1, *cta_layout.shape)), defer_sync=True,
+            mcast_mode_mn=self.release_mode())
         wg = cute.arch.make_warp_uniform(tidx // 128)
         order = self.make_order(storage, wg)            # initialised with the pipeline's barriers
         pipeline.pipeline_init_arrive(cluster_shape_mn=self.cluster, is_relaxed=True)
@@ -109,9 +112,9 @@ class WsGemm(TmaGemm):
         gA = cute.local_tile(mA, (bm, bk), (None, None, None))    # (bM, bK, m, k, l)
         gB = cute.local_tile(mB, (bn, bk), (None, None, None))    # (bN, bK, n, k, l)
         gC = cute.local_tile(mC, (bm, bn), (None, None, None))    # (bM, bN, m, n, l)
-        tAs, tAg = cpasync.tma_partition(atom_a, crd[1], cute.make_layout(cn),
+        tAs, tAg = cpasync.tma_partition(atom_a, crd[1] if cn > 1 else 0, cute.make_layout(cn),
                                          cute.group_modes(sA, 0, 2), cute.group_modes(gA, 0, 2))
-        tBs, tBg = cpasync.tma_partition(atom_b, crd[0], cute.make_layout(cm),
+        tBs, tBg = cpasync.tma_partition(atom_b, crd[0] if cm > 1 else 0, cute.make_layout(cm),
                                          cute.group_modes(sB, 0, 2), cute.group_modes(gB, 0, 2))
         thr_mma = tiled_mma.get_slice(self.mma_slice(wg))
         tCrA = tiled_mma.make_fragment_A(thr_mma.partition_A(sA))

@@ -34,6 +34,10 @@ CHANGES = {
                                "so one's epilogue runs under the other's wgmma",
 }
 ORDER_BASE = "6 · + cluster 2x1, B multicast"
+# Rung 6 with one change: the cluster without multicast (every CTA loads its own B tile). Between
+# rungs 5 and 6 it splits rung 6's two changes: the cluster alone, then multicast alone.
+CLUSTER_ONLY = "5 + cluster 2x1, each CTA loads"
+VARIANTS = {CLUSTER_ONLY: ("ws", dict(persistent=True, cluster=(2, 1), multicast=False))}
 ORDERS = {"tile order: row-major": "row", "tile order: grouped (rung 6)": "grouped",
           "tile order: serpentine": "serpentine"}
 
@@ -44,7 +48,9 @@ def _step(name: str):
     if name in ORDERS:
         family, kw = STEPS[ORDER_BASE]
         return family, {**kw, "order": ORDERS[name]}
-    raise ValueError(f"unknown rung {name!r}; have {list(STEPS) + list(ORDERS)}")
+    if name in VARIANTS:
+        return VARIANTS[name]
+    raise ValueError(f"unknown rung {name!r}; have {list(STEPS) + list(ORDERS) + list(VARIANTS)}")
 
 
 def make(name: str, sms: int | None = None):

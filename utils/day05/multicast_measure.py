@@ -12,6 +12,8 @@ Two experiments, one change at a time:
 * **The GEMM**: ``TmaGemm`` with 128 x 128 and 128 x 256 tiles in clusters (2, 1) and (1, 2),
   with and without multicast (same cluster, same tile order: only the loads change), and the
   (1, 1) kernel; sustained timing against cuBLAS, then the L2 counters under ncu.
+* **The persistent GEMM** (``PERSISTENT``): rung 5 of the ladder, the same kernel in a 2 x 1 cluster
+  without multicast, and rung 6 (with it): rung 6's two changes one at a time, timed and counted.
 """
 from __future__ import annotations
 
@@ -103,9 +105,48 @@ def measure_gemm_counters(n: int = 8192) -> list:
     return rows
 
 
+PERSISTENT_PART = "persistent cluster"
+
+
+def persistent_names() -> list:
+    """Rung 5, rung 5 in a 2 x 1 cluster with every CTA loading (one change), rung 6 (multicast: one more)."""
+    from ..cute_dsl import ladder
+    return [list(ladder.STEPS)[4], ladder.CLUSTER_ONLY, ladder.ORDER_BASE]
+
+
+def measure_persistent(n: int = 8192, dtype: str = "float16", reps: int = 50) -> list:
+    """Rows (``part=PERSISTENT_PART``, TFLOP/s) for cuBLAS and ``persistent_names()``, interleaved."""
+    from .ladder_measure import measure_ladder
+    return measure_ladder((n,), (dtype,), names=persistent_names(), reps=reps, part=PERSISTENT_PART)
+
+
+def persistent_once(n: int = 8192) -> None:
+    """The profiled process: each ``persistent_names()`` kernel once on host-made randn inputs, then checked."""
+    from ..cute_dsl import ladder
+    from .ladder_measure import launch_each
+    launch_each(n, "float16", persistent_names(), ladder.run)
+
+
+def measure_persistent_counters(n: int = 8192) -> list:
+    """One row per ``persistent_names()`` kernel under ncu (``part=PERSISTENT_PART + " counters"``;
+    ``value`` = ms): the ladder's counters (L2 reads, merged by hardware, served by multicast) and
+    how busy L2 is; ratio against rung 5."""
+    from ..cute_dsl import counters
+    from .ladder_measure import profile_launches
+    names = persistent_names()
+    kernels = profile_launches(f"from utils.day05 import multicast_measure as m; m.persistent_once({n})", names,
+                               (*counters.METRICS, L2_PCT))
+    rows = [counters.gemm_row(name, k, n, "float16", part=f"{PERSISTENT_PART} counters", l2_busy_pct=k[L2_PCT])
+            for name, k in zip(names, kernels)]
+    for r in rows:
+        r.update(reference=rows[0]["name"], reference_value=rows[0]["value"], ratio=rows[0]["value"] / r["value"])
+    return rows
+
+
 def measure() -> list:
     """Everything §7 records."""
-    return measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
+    return (measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
+            + measure_persistent() + measure_persistent_counters())
 
 
 def plot(feed_rows: list, gemm_rows: list, label: str = ""):
