@@ -12,8 +12,9 @@ Two experiments, one change at a time:
 * **The GEMM**: ``TmaGemm`` with 128 x 128 and 128 x 256 tiles in clusters (2, 1) and (1, 2),
   with and without multicast (same cluster, same tile order: only the loads change), and the
   (1, 1) kernel; sustained timing against cuBLAS, then the L2 counters under ncu.
-* **The persistent GEMM** (``PERSISTENT``): rung 5 of the ladder, the same kernel in a 2 x 1 cluster
-  without multicast, and rung 6 (with it): rung 6's two changes one at a time, timed and counted.
+* **The persistent GEMM** (``persistent_names``, its own results file ``PERSISTENT_STEM``): rung 5 of
+  the ladder, the same kernel in a 2 x 1 cluster without multicast, and rung 6 (with it): rung 6's
+  two changes one at a time, timed and counted.
 """
 from __future__ import annotations
 
@@ -106,6 +107,7 @@ def measure_gemm_counters(n: int = 8192) -> list:
 
 
 PERSISTENT_PART = "persistent cluster"
+PERSISTENT_STEM = "05_gemm_ladder_persistent"
 
 
 def persistent_names() -> list:
@@ -143,10 +145,14 @@ def measure_persistent_counters(n: int = 8192) -> list:
     return rows
 
 
+def measure_persistent_all(n: int = 8192) -> list:
+    """Everything ``PERSISTENT_STEM`` records: the three kernels timed, then under ncu."""
+    return measure_persistent(n) + measure_persistent_counters(n)
+
+
 def measure() -> list:
-    """Everything §7 records."""
-    return (measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
-            + measure_persistent() + measure_persistent_counters())
+    """Everything §7 records in ``STEM``."""
+    return measure_feed() + intake_measure.measure_all() + measure_gemm() + measure_gemm_counters()
 
 
 def plot(feed_rows: list, gemm_rows: list, label: str = ""):
