@@ -29,6 +29,14 @@ def test_committed_without_outputs(path):
 
 
 @pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_valid_nbformat(path):
+    """Valid against its declared nbformat: e.g. cell ids only from nbformat 4.5 on (JupyterLab and
+    nbconvert flag the notebook otherwise)."""
+    import nbformat
+    nbformat.validate(nbformat.read(str(path), as_version=nbformat.NO_CONVERT))
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
 def test_structure(path):
     cs = cells(path)
     text = ["".join(c["source"]) for c in cs]
