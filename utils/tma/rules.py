@@ -186,8 +186,9 @@ def inner_box(box0: int, elem_size: int) -> None:
 def swizzle_inner(inner_bytes: int, mode: str) -> None:
     one_of("swizzle", mode, SWIZZLE_MODES)
     span = swizzle_span(mode)
+    fix = "split the box" if mode == "128B" else "split the box, or use a wider swizzle"
     require(not span or inner_bytes <= span, f"inner box is {inner_bytes} B but SWIZZLE_{mode} allows at "
-            f"most {span} B (split the box, or use a wider swizzle)")
+            f"most {span} B ({fix})")
 
 
 def element_stride(e: int, rank_: int, dim: int) -> None:

@@ -94,7 +94,7 @@ __device__ __forceinline__ unsigned char* smem_base() {
   return smem_raw + ((1024u - (smem_addr(smem_raw) & 1023u)) & 1023u);
 }
 
-// (b) Load one box and dump the raw shared-memory bytes, so Python can compare them with the
+// Load one box and dump the raw shared-memory bytes, so Python can compare them with the
 // NumPy model byte for byte (swizzle included). Shared memory is poisoned with 0xAB first.
 extern "C" __global__ void tma_load_dump(const __grid_constant__ TensorMap map, int rank, Coords k,
                                          unsigned expect_bytes, unsigned dump_bytes,
@@ -117,8 +117,8 @@ extern "C" __global__ void tma_load_dump(const __grid_constant__ TensorMap map, 
   for (unsigned i = threadIdx.x; i < dump_bytes; i += blockDim.x) out[i] = smem[i];
 }
 
-// (c, d) Fill shared memory from `in` with ordinary stores, then TMA-store (or reduce-add) it.
-// `proxy_fence` = 0 leaves out the fence the copy engine needs: see exercise 4.
+// Fill shared memory from `in` with ordinary stores, then TMA-store (or reduce-add) it.
+// `proxy_fence` = 0 leaves out the fence the copy engine needs: see Exercise 3 of day 5, notebook 02.
 extern "C" __global__ void tma_store_box(const __grid_constant__ TensorMap map, int rank, Coords k,
                                          const unsigned char* in, unsigned bytes, int reduce,
                                          int proxy_fence) {
@@ -132,7 +132,7 @@ extern "C" __global__ void tma_store_box(const __grid_constant__ TensorMap map, 
   }
 }
 
-// (g) A pipelined TMA copy: each CTA walks its tiles (tile = blockIdx.x, += gridDim.x) with
+// A pipelined TMA copy: each CTA walks its tiles (tile = blockIdx.x, += gridDim.x) with
 // `stages` shared-memory buffers. One thread does everything: up to `stages` loads in flight,
 // each buffer stored back by TMA as soon as it lands, and reloaded once that store has read it.
 // The bytes never pass through registers. Tiles are numbered row-major over a 2-D tensor.
@@ -297,7 +297,7 @@ extern "C" __global__ void bulk_copy_chunk(const unsigned char* src, unsigned ch
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");   // smem must outlive the read
 }
 
-// (g) The simplest TMA copy: one tile per CTA, load -> wait -> store.
+// The simplest TMA copy: one tile per CTA, load -> wait -> store.
 extern "C" __global__ void tma_copy_tile(const __grid_constant__ TensorMap src,
                                          const __grid_constant__ TensorMap dst, int tiles_x,
                                          int box_x, int box_y, unsigned tile_bytes, int* status,
@@ -315,7 +315,7 @@ extern "C" __global__ void tma_copy_tile(const __grid_constant__ TensorMap src,
   asm volatile("cp.async.bulk.wait_group.read 0;" ::: "memory");
 }
 
-// (g) The thread-driven baseline: every thread copies 16-byte vectors, grid-stride.
+// The thread-driven baseline: every thread copies 16-byte vectors, grid-stride.
 extern "C" __global__ void plain_copy(const uint4* __restrict__ src, uint4* __restrict__ dst, long long n_vec) {
   for (long long i = blockIdx.x * (long long)blockDim.x + threadIdx.x; i < n_vec; i += (long long)gridDim.x * blockDim.x)
     dst[i] = src[i];
@@ -360,7 +360,7 @@ extern "C" __global__ void column_read(const __grid_constant__ TensorMap map, in
   sink[threadIdx.x] = acc;
 }
 
-// (g) Load one box, then one warp reads it back from shared memory: thread t loads the 16 bytes
+// Load one box, then one warp reads it back from shared memory: thread t loads the 16 bytes
 // at byte offset offsets[t] of the box image, `reps` times (ld.volatile, so ptxas keeps every
 // load), and writes what it read to out[t]. The caller takes the offsets from the NumPy model
 // (where it says a column's chunks sit, swizzle included) and checks the values against the
