@@ -1,7 +1,7 @@
 """CUDA C++ kernels of day 1, as source text for ``cupy.RawKernel`` (GPU) and NVRTC (PTX on
 any machine). No ``#include``: they compile with NVRTC alone.
 
-* ``STRIDED_READ``: ``y[i] = x[offset + i * stride]``, one element per thread (4-byte loads).
+* ``STRIDED_READ``: ``y[i] = x[offset + i * stride]``, four elements per thread, ``blockDim`` apart (4-byte loads).
 * ``TRANSPOSE``: a 32 x 32-tile transpose in four steps, blocks of 32 x 8 threads, each thread
   moving 4 elements: ``transpose_v0_naive`` (reads coalesced, writes strided),
   ``transpose_v1_smem`` (staged through a shared tile: both global sides coalesced, column
