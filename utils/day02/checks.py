@@ -49,9 +49,9 @@ def check_loads_per_thread(fn) -> None:
                         "loads = ceil(latency x bandwidth / n_sm / (threads_per_sm x bytes_per_load))")
             fail(name, f"loads_per_thread_needed{tuple(round(c, 1) for c in case)} = {got}, "
                  f"expected {want}", hint)
-    return passed(name, f"e.g. 128 threads per SM need {loads_per_thread_needed_ref(*cases[0])} "
-                  "16-byte loads each in flight; 2048 threads need "
-                  f"{loads_per_thread_needed_ref(*cases[1])}.")
+    return passed(name, f"e.g. at 600 ns and 4000 GB/s, 128 threads per SM need "
+                  f"{loads_per_thread_needed_ref(*cases[0])} 16-byte loads each in flight; 2048 threads need "
+                  f"{loads_per_thread_needed_ref(*cases[1])}. The next cell uses this GPU's numbers.")
 
 
 def check_stages_needed(fn) -> None:
