@@ -248,3 +248,9 @@ def test_a_stem_the_chosen_device_never_recorded(tmp_path, monkeypatch):
     assert label == "recorded on NVIDIA H100, 2026-12-01 (no recording on a device matching 'h200')"
     monkeypatch.setenv(results.DEVICE_ENV, "h100")                   # a device that has it: as before
     assert results.record_or_load("demo", None, cpu, any_device=True)[1] == "recorded on NVIDIA H100, 2026-12-01"
+
+
+def test_format_table_keeps_long_names_apart_from_the_shape():
+    long = dict(ROW, name="thread-driven copy (16 B/thread), a long name")
+    line = plots.format_table([ROW, long]).splitlines()[-1]
+    assert line.startswith(long["name"] + "  "), line

@@ -22,12 +22,13 @@ def format_table(rows: list, label: str = "") -> str:
     spread across rounds, where recorded)."""
     if not rows:
         raise ValueError("no rows to show")
-    head = (f"{'contender':<28}{'shape':<22}{'dtype':<10}{'value':>12}  "
+    w = max(28, 2 + max(len(r["name"]) for r in rows))   # the longest name still leaves a gap
+    head = (f"{'contender':<{w}}{'shape':<22}{'dtype':<10}{'value':>12}  "
             f"{'ratio [spread]':<20}reference")
     lines = [label, head, "-" * len(head)] if label else [head, "-" * len(head)]
     for r in rows:
         shape = "x".join(str(s) for s in r.get("shape", [])) or "-"
-        lines.append(f"{r['name']:<28}{shape:<22}{r.get('dtype', '-'):<10}"
+        lines.append(f"{r['name']:<{w}}{shape:<22}{r.get('dtype', '-'):<10}"
                      f"{r['value']:>8.4g} {r['metric']:<4}  {format_ratio(r):<20}"
                      f"{r.get('reference') or '-'}{'  (host-bound *)' if r.get('host_bound') else ''}")
     if any(r.get("host_bound") for r in rows):
