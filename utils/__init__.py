@@ -16,6 +16,23 @@ Packages, bottom layer first (a package imports only those above it in this list
 * ``cute_dsl``: CuteDSL tile copy, multicast, GEMMs, measurements, exercise checks.
 * ``day01``, ``day02``, ``day05``: each day's models, exercise checks, plots and quiz.
 """
-from .core.tier import Tier, current, detect, explain_skip, setup
+from __future__ import annotations
+
+from .core.tier import Tier, current, detect, explain_skip
+from .core.tier import setup as _setup_tier
 
 __all__ = ["Tier", "current", "detect", "explain_skip", "setup"]
+
+
+def setup(requested: str | None = None, quiet: bool = False) -> Tier:
+    """Detect the tier, configure the environment before Triton loads, print the report
+    (:func:`utils.core.tier.setup`). On the cpu tier, also let an older Triton's interpreter
+    run what Triton 3.8+ runs (:func:`utils.triton_lang.compat.patch_old_interpreter`).
+
+    Call it in the first code cell of every notebook: ``T = utils.setup()``.
+    """
+    tier = _setup_tier(requested, quiet)
+    if tier.name == "cpu":
+        from .triton_lang import compat
+        compat.patch_old_interpreter()
+    return tier

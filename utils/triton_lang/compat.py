@@ -1,7 +1,8 @@
 """Triton version differences in one place, and a known-answer smoke test.
 
 The course needs Triton >= 3.4 (``triton.tools.tensor_descriptor.TensorDescriptor`` and
-``tl.make_tensor_descriptor``); it is tested on 3.6 (the GPU machine) and 3.9 (CPU, CI).
+``tl.make_tensor_descriptor``); it is tested on 3.6 (the GPU machine) and 3.9 (CPU, CI); every notebook also passed on the
+cpu tier with 3.6 and 3.8 (2026-11-26), 3.6 with :func:`patch_old_interpreter`.
 Import this module only after ``utils.setup()``: the interpreter is chosen at import time.
 """
 from __future__ import annotations
@@ -59,6 +60,37 @@ def repair_language() -> int:
                 setattr(mod, k, v)
                 fixed += 1
     return fixed
+
+
+INDEX_FIXED_IN = (3, 8)   # the first Triton whose interpreter squeezes a tensor before int()
+
+
+def patch_old_interpreter(force: bool = False) -> bool:
+    """Under the interpreter, make Triton < 3.8 turn a one-element tensor into an int as 3.8 does.
+
+    Triton 3.6's interpreter converts a tensor to a Python int with ``int(handle.data)``, which
+    NumPy 2 refuses for a one-element array: a loop bound passed at run time (``for i in
+    tl.range(0, iters)``) fails with "only 0-dimensional arrays can be converted to Python
+    scalars". Triton 3.8 squeezes the array first. This wraps the interpreter's per-launch patch
+    of ``tl.tensor`` so that older versions do the same (``force``: on any version, for tests).
+    Returns True if it installed the wrapper now.
+    """
+    triton = require_triton()
+    if not interpreting() or (version_tuple(triton.__version__) >= INDEX_FIXED_IN and not force):
+        return False
+    from triton.runtime import interpreter
+    original = getattr(interpreter, "_patch_lang_tensor", None)
+    if original is None or getattr(original, "course_index_fix", False):
+        return False
+
+    def patched(tensor, scope):
+        original(tensor, scope)
+        scope.set_attr(tensor, "__index__", lambda self: int(self.handle.data.squeeze()))
+
+    patched.course_index_fix = True
+    patched.wrapped = original
+    interpreter._patch_lang_tensor = patched
+    return True
 
 
 def tensor_descriptor_class():
