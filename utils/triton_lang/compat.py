@@ -1,8 +1,8 @@
 """Triton version differences in one place, and a known-answer smoke test.
 
 The course needs Triton >= 3.4 (``triton.tools.tensor_descriptor.TensorDescriptor`` and
-``tl.make_tensor_descriptor``); it is tested on 3.6 (the GPU machine) and 3.9 (CPU, CI); every notebook also passed on the
-cpu tier with 3.6 and 3.8 (2026-11-26), 3.6 with :func:`patch_old_interpreter`.
+``tl.make_tensor_descriptor``); it is tested on 3.6 (the GPU machine) and 3.9 (CPU, CI). Every
+notebook also passed on the cpu tier with 3.6 (given :func:`patch_old_interpreter`) and 3.8.
 Import this module only after ``utils.setup()``: the interpreter is chosen at import time.
 """
 from __future__ import annotations
