@@ -20,14 +20,14 @@ import datetime as _dt
 import difflib
 import os
 import pathlib
-import shutil
 import sys
 import tempfile
 
-from . import exercises
+from . import exercises, shipped
 
 ROOT = exercises.ROOT
-BACKUP_MARK = ".backup-"
+BACKUP_MARK = shipped.BACKUP_MARK
+backup, backup_name = shipped.backup, shipped.backup_name
 RELOAD_ADVICE = ("If the notebook is open in JupyterLab: choose File > Reload Notebook from Disk "
                  "(or 'Revert' if JupyterLab says the file changed on disk), do not save the old "
                  "tab over it, and restart the kernel.")
@@ -67,32 +67,11 @@ def resolve(arg: str, root: pathlib.Path = ROOT) -> pathlib.Path:
     raise ValueError(f"refusing to reset {arg!r}: {why}\nExercise notebooks: {', '.join(names)}")
 
 
-def backup_name(path: pathlib.Path, now: _dt.datetime, n: int = 1) -> pathlib.Path:
-    """``<stem>.backup-YYYYmmdd-HHMMSS[-n].ipynb`` beside ``path``."""
-    suffix = "" if n == 1 else f"-{n}"
-    return path.with_name(f"{path.stem}{BACKUP_MARK}{now:%Y%m%d-%H%M%S}{suffix}{path.suffix}")
-
-
-def backup(path: pathlib.Path, now: _dt.datetime | None = None) -> pathlib.Path:
-    """Copy ``path`` byte for byte to a new backup name (claimed exclusively, never overwritten)."""
-    data, now, n = path.read_bytes(), now or _dt.datetime.now(), 1
-    while True:
-        target = backup_name(path, now, n)
-        try:
-            with open(target, "xb") as f:  # "x": fails if the name exists, even in a race
-                f.write(data)
-        except FileExistsError:
-            n += 1
-            continue
-        shutil.copystat(path, target)
-        return target
-
-
 def fresh_text(path: pathlib.Path, root: pathlib.Path = ROOT) -> str:
-    """The exercise notebook ``path`` as generated from its solution."""
-    import nbformat
+    """The exercise notebook ``path`` as generated from its solution (a clear
+    :class:`~utils.core.shipped.CourseFilesError` if the solution is unreadable)."""
     sol = exercise_notebooks(root)[pathlib.Path(path).resolve()]
-    return exercises.render(exercises.make_exercise(nbformat.read(sol, as_version=4)))
+    return exercises.render(exercises.make_exercise(exercises.read_solution(sol)))
 
 
 def reset(path: pathlib.Path, root: pathlib.Path = ROOT, now: _dt.datetime | None = None):
@@ -100,17 +79,23 @@ def reset(path: pathlib.Path, root: pathlib.Path = ROOT, now: _dt.datetime | Non
     notebook was already fresh (nothing to save) or missing (just written)."""
     path = pathlib.Path(path).resolve()
     text, saved = fresh_text(path, root), None
-    if path.exists():
-        if path.read_bytes() == text.encode():
-            return None
-        saved = backup(path, now)
-    mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
-    path.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
-    with os.fdopen(fd, "w") as f:
-        f.write(text)
-    os.chmod(tmp, mode)  # mkstemp makes 0600 files; keep the notebook's own permissions
-    os.replace(tmp, path)  # atomic: an open JupyterLab tab never sees a half-written file
+    try:
+        if path.exists():
+            if path.read_bytes() == text.encode():
+                return None
+            saved = backup(path, now)
+        mode = path.stat().st_mode & 0o777 if path.exists() else 0o644
+        path.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(dir=path.parent, prefix=f".{path.stem}.", suffix=".tmp")
+        with os.fdopen(fd, "w") as f:
+            f.write(text)
+        os.chmod(tmp, mode)  # mkstemp makes 0600 files; keep the notebook's own permissions
+        os.replace(tmp, path)  # atomic: an open JupyterLab tab never sees a half-written file
+    except OSError as exc:
+        kept = f"; your copy is safe as {saved.name}" if saved else "; your notebook was not changed"
+        raise shipped.CourseFilesError(
+            f"cannot write in {path.parent} ({exc.strerror or exc}){kept}. Is the folder read-only? "
+            "Work in a copy of the course that you can write to.") from exc
     return saved
 
 
@@ -131,7 +116,11 @@ def main(argv: list | None = None, root: pathlib.Path = ROOT) -> int:
     for path in paths:
         rel = path.relative_to(root)
         existed = path.exists()
-        saved = reset(path, root)
+        try:
+            saved = reset(path, root)
+        except shipped.CourseFilesError as exc:
+            print(f"{rel}: {exc}", file=sys.stderr)
+            return 1
         if saved is not None:
             replaced += 1
             print(f"{rel}: your copy is saved as {saved.relative_to(root)}; fresh copy written")
