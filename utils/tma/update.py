@@ -141,7 +141,10 @@ SOURCE = pathlib.Path(__file__).with_name("update_kernels.cu").read_text()
 KERNELS = ("grouped_load_updated", "update_race", "splitk_reduce_add")
 # What ptxas (13.4, from Triton's wheel, -arch=sm_90a) made of each instruction: read from the
 # SASS on a CPU by tests/test_tma_update.py (any machine); the kernels run on Hopper through
-# utils/tma/update_run.py.
+# utils/tma/update_run.py. The acquire's trailing UTMACMDFLUSH depends on the ptxas version:
+# 13.4 (Triton 3.9's ptxas-blackwell) emits it, 12.9 (Triton 3.9's ptxas) and 13.0 (Triton 3.6's
+# ptxas-blackwell, read on the GPU machine) do not; CMDFLUSH_FROM is the first version seen to.
+CMDFLUSH_FROM, CMDFLUSH_NOT_IN = (13, 4), (13, 0)
 SASS_OF = {
     "tensormap.replace (shared::cta)": "STS / STS.64 into the 128-B copy: the fields sit at fixed offsets "
                                        "(dims stored minus 1, the stride stored >> 4), no TMA instruction",
@@ -150,7 +153,7 @@ SASS_OF = {
                                "with a strong exchange",
     "fence.proxy.tensormap::generic.release": "MEMBAR.ALL.CTA, MEMBAR.ALL.GPU, ERRBAR, CGAERRBAR",
     "fence.proxy.tensormap::generic.acquire": "DEPBAR, UTMACCTL.IV [desc] (invalidate the TMA unit's "
-                                              "cached copy), UTMACMDFLUSH",
+                                              "cached copy), and with ptxas 13.4 UTMACMDFLUSH",
     "prefetch.tensormap": "UTMACCTL.PF [desc]",
     "cp.async.bulk.tensor (load)": "UTMALDG.2D",
     "cp.reduce.async.bulk.tensor ... .add": "UTMAREDG.2D.ADD",

@@ -43,6 +43,18 @@ def tool(name: str) -> str:
     return path
 
 
+@functools.lru_cache(maxsize=None)
+def assembler() -> tuple:
+    """(name, (major, minor)) of the ptxas that :func:`cubin` tries first, e.g.
+    ``("ptxas-blackwell", (13, 4))`` with Triton 3.9, ``(13, 0)`` with Triton 3.6. What ptxas emits
+    changes between versions, so a claim read from SASS names the version it was read with."""
+    name = next((a for a in ASSEMBLERS if os.access(os.path.join(_bin_dir(), a), os.X_OK)), "ptxas")
+    m = re.search(r"release (\d+)\.(\d+)", _run([tool(name), "--version"]).stdout)
+    if not m:
+        raise RuntimeError(f"could not read the version of {tool(name)}")
+    return name, (int(m.group(1)), int(m.group(2)))
+
+
 def _run(cmd) -> subprocess.CompletedProcess:
     return subprocess.run(cmd, capture_output=True, text=True, timeout=120)
 
