@@ -42,8 +42,13 @@ def fill_in(path: pathlib.Path) -> bytes:
     return path.read_bytes()
 
 
+def pythonpath(course) -> str:
+    """The copy first, then whatever the environment already needs (e.g. a GPU machine's site)."""
+    return os.pathsep.join([str(course)] + [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p])
+
+
 def run(course, *cmd):
-    env = {**os.environ, "PYTHONPATH": str(course)}
+    env = {**os.environ, "PYTHONPATH": pythonpath(course)}
     return subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True, timeout=600)
 
 
@@ -53,7 +58,7 @@ def the_test_command(course, *args):
     if (venv / ".course-installed").exists():
         env_venv = {"COURSE_VENV": str(venv)}
         p = subprocess.run(["bash", "course.sh", "test", "-q", *args], cwd=course, capture_output=True, text=True,
-                           env={**os.environ, **env_venv, "PYTHONPATH": str(course)}, timeout=600)
+                           env={**os.environ, **env_venv, "PYTHONPATH": pythonpath(course)}, timeout=600)
         return p.returncode, p.stdout + p.stderr
     check = run(course, sys.executable, "-m", "utils.core.exercises", "--check")
     if check.returncode:
