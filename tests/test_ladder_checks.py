@@ -142,6 +142,7 @@ RIGHT = [
     (lc.check_pingpong, lc.pingpong_ref),
     (lc.check_pingpong, _pp_loop),
     (lc.check_pingpong, lambda cw, t: [e for _ in range(t) for e in tuple(PP)]),
+    (lc.check_pingpong, lambda cw, t: tuple(PP * t)),                       # a tuple is a sequence too
     (lc.check_release_mask, lc.release_mask_ref),
     (lc.check_release_mask, lambda cl, xy: sum(1 << (i + j * cl[0]) for i in range(cl[0]) for j in range(cl[1])
                                                if i == xy[0] or j == xy[1])),
@@ -208,7 +209,6 @@ def test_register_split_rejects(wrong, hint):
     (lambda cw, t: ["Wait" if e == "wait" else e for e in PP] * t, "event 0 is 'Wait'"),
     (lambda cw, t: PP * t if cw == 0 else ["mainloop", "epilogue"] * t, "the mainloops overlap"),
     (lambda cw, t: PP * max(t, 3), "warpgroup 0 runs 3 mainloop"),                          # ignores tiles
-    (lambda cw, t: tuple(PP * t), "returned tuple"),
     (lambda cw, t: " ".join(PP * t), "returned str"),
     (lambda cw, t: None, "returned NoneType")])
 def test_pingpong_rejects(wrong, hint):
