@@ -4,6 +4,8 @@
 """
 from __future__ import annotations
 
+import re
+
 from ..core.checks import fail, is_int, not_attempted, passed
 from . import lab
 
@@ -53,6 +55,13 @@ def bug_line(name: str) -> int:
     return hits[0]
 
 
+def _key(diag: str) -> str:
+    """A diagnosis as written, reduced to one of :data:`DIAGNOSES` when it is one: case, spaces,
+    hyphens and underscores do not matter ("Proxy-Fence", "expect tx", "wait group")."""
+    words = re.sub(r"[\s_-]+", " ", diag).strip().lower()
+    return next((k for k in DIAGNOSES if re.sub(r"[\s_-]+", " ", k) == words), words)
+
+
 def check_bug(name: str, answer) -> None:
     """Grade ``answer = {"line": int, "diagnosis": str}`` for mystery kernel ``name``."""
     right_line = bug_line(name)
@@ -68,15 +77,19 @@ def check_bug(name: str, answer) -> None:
     if not is_int(line) or not 1 <= line <= len(lines):
         fail(ex, f"line must be an int from 1 to {len(lines)} (the numbers lab.listing prints), "
              f"got {line!r}")
-    if not isinstance(diag, str) or diag.strip().lower() not in DIAGNOSES:
+    if not isinstance(diag, str) or _key(diag) not in DIAGNOSES:
         fail(ex, f"diagnosis {diag!r} is not one of {tuple(DIAGNOSES)}")
-    diag = diag.strip().lower()
+    diag, line = _key(diag), int(line)
     if diag != want:
         fail(ex, f"'{diag}' is not this kernel's bug",
              f"a '{diag}' bug shows as: {SIGNS[diag]}. Is that what this kernel's report, "
              "lab.diff and its source show?")
     if line != right_line:
         text = lines[line - 1].strip()
+        moved = line in lab.EDITS[name] and lines[line - 1].strip() == lab.source(lab.FIXED).splitlines()[
+            right_line - 1].strip()
         fail(ex, f"the diagnosis is right, but line {line} (`{text}`) is not where it lives",
+             f"line {line} is right as it stands (the correct kernel has it too, one line away); the bug "
+             "is the line that sits on the wrong side of it" if moved else
              f"look for the line that causes it: {SIGNS[want]}")
     return passed(ex, f"line {right_line}: {DIAGNOSES[want]}.")

@@ -4,7 +4,8 @@
 assembled by the ptxas in Triton's wheel: ``utils.triton_lang.sass``), so the exercise is graded
 against what ptxas actually emits, not against a table typed in by hand. ``check_sass_map``
 grades a learner's ``{ptx instruction: opcode}`` dict: an answer may drop trailing qualifiers
-(``UTMALDG`` for ``UTMALDG.2D``) as long as it still names only one of the five opcodes.
+(``UTMALDG`` for ``UTMALDG.2D``) as long as it still names only one of the five opcodes, in any
+case, and may be a whole line copied from the listing (predicate and operands are ignored).
 """
 from __future__ import annotations
 
@@ -67,7 +68,20 @@ def _hint(got: str, want: dict) -> str:
         return THREAD_HINT
     if got == "SYNCS":
         return SYNCS_HINT
+    if got.split(".")[0] == "BAR":
+        return ("BAR is the CTA barrier (__syncthreads()); every mbarrier operation is a SYNCS "
+                "instruction: read the SASS listing above for which one")
+    if got.split(".")[0] == "ELECT":
+        return ("ELECT picks one thread of the warp for the loop around the copy: it is neither a copy "
+                "nor an mbarrier operation")
     return "read the SASS listing above: find the line where the copy or the barrier operation is issued"
+
+
+def opcode_of(answer: str) -> str:
+    """The opcode an answer names: upper case, without a predicate (``@P0``), the operands or the
+    address a whole copied listing line carries (``/*0150*/ UTMALDG.2D [UR8], UR4 ;``)."""
+    text = re.sub(r"^\s*(/\*[0-9a-fA-Fx]*\*/)?\s*(@!?U?P\w+\s+)?", "", answer.strip().upper())
+    return text.split()[0].rstrip(";") if text.split() else ""
 
 
 def check_sass_map(answers) -> None:
@@ -86,7 +100,10 @@ def check_sass_map(answers) -> None:
         got = answers[ptx_ins]
         if not isinstance(got, str):
             fail(name, f"{ptx_ins}: got {got!r}", "write the opcode as a string, e.g. 'FOO.BAR'")
-        got = got.strip().upper()
+        got = opcode_of(got)
+        if got in ("", "?"):
+            fail(name, f"no answer yet for {ptx_ins} (still {answers[ptx_ins]!r})",
+                 "answer every PTX instruction of the table")
         if not _names_only(got, full, want.values()):
             fail(name, f"{ptx_ins} becomes {full} in this kernel's SASS, you wrote {got}",
                  _hint(got, want))

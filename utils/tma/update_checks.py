@@ -4,6 +4,7 @@ known slips with a hint, and explains an answer of the wrong shape instead of cr
 from __future__ import annotations
 
 import math
+from collections.abc import Set
 
 from ..core.checks import NOT_ATTEMPTED, CheckFailed, attempt, fail, not_attempted, passed
 from .descriptor import ArrayInfo, make_spec
@@ -13,7 +14,8 @@ from .update import FENCE_ORDERS, FENCE_STEPS, FIELDS, OPTIONAL, fields_to_repla
 ALIASES = {"global_dims": "global_dim", "global_strides": "global_stride", "global_strides_bytes": "global_stride",
            "address": "global_address", "ptr": "global_address", "box_dims": "box_dim", "box": "box_dim",
            "swizzle": "swizzle_mode", "dtype": "elemtype", "oob_fill": "fill_mode",
-           "element_strides": "element_stride", "shape": "global_dim", "strides": "global_stride"}
+           "element_strides": "element_stride", "shape": "global_dim", "strides": "global_stride",
+           "interleave": "interleave_layout", "fill": "fill_mode", "global_addr": "global_address"}
 
 
 def _contiguous(shape, size=2):
@@ -22,7 +24,8 @@ def _contiguous(shape, size=2):
 
 def field_cases() -> list:
     """(what it is, base spec, group spec) for the exercise: an MoE expert's activations, weights,
-    a group with another K, a padded group, and the base tensor itself."""
+    a group with another K, a padded group, the base tensor itself, and a group at the base's
+    address with fewer rows: each of address, dims and strides changes without the others."""
     a = ArrayInfo((256, 4096), _contiguous((256, 4096)), "float16", 0x10000)
     a_spec = make_spec(a, (128, 64), swizzle="128B")
     w = ArrayInfo((4096, 1024), _contiguous((4096, 1024)), "bfloat16", 0x200000)
@@ -33,6 +36,8 @@ def field_cases() -> list:
         ("a group with K = 2048 (45 x 2048 fp16)", a_spec, group_spec(a_spec, 0x700000, (45, 2048), _contiguous((45, 2048)))),
         ("256 x 4096 rows inside a padded buffer (row stride 8320 B)", a_spec, group_spec(a_spec, 0x800000, (256, 4096), (8320, 2))),
         ("group 0, which is the base tensor itself", a_spec, group_spec(a_spec, 0x10000, (256, 4096), _contiguous((256, 4096)))),
+        ("the first 100 rows of the base tensor (same address)", a_spec,
+         group_spec(a_spec, 0x10000, (100, 4096), _contiguous((100, 4096)))),
     ]
 
 
@@ -48,7 +53,10 @@ def _call(name, fn, where, *args, hint=""):
 
 def _as_fields(name, got, what):
     """The learner's answer as a set of PTX field names, else fail explaining the shape expected."""
-    if isinstance(got, str) or not isinstance(got, (set, frozenset, list, tuple)):
+    if isinstance(got, dict):
+        fail(name, f"{what} is a dict {got!r}; expected a set of field names",
+             "return the names only, e.g. set(your_dict) or {'global_address', 'global_dim'}")
+    if isinstance(got, str) or not isinstance(got, (Set, list, tuple)):
         fail(name, f"{what} is {type(got).__name__} {got!r}; expected a set of field names",
              "e.g. return {'global_address', 'global_dim'}")
     bad = [f for f in got if not isinstance(f, str)]
@@ -60,6 +68,34 @@ def _as_fields(name, got, what):
                     else f"the fields tensormap.replace knows are {FIELDS}")
             fail(name, f"{what}: {f!r} is not a tensormap.replace field", hint)
     return set(got)
+
+
+def fields_hint(extra: set, missing: set, base, group) -> str:
+    """The hint for the first field that is wrong (``extra``: named but unchanged; ``missing``:
+    changed but not named), true for this base and group."""
+    if {"box_dim", "swizzle_mode"} & extra:
+        return ("the box and the swizzle describe the kernel's tile in shared memory, the same for every "
+                "group: keep the base's")
+    if extra - {"global_address", "global_dim", "global_stride"}:
+        return "dtype, element strides, fill, rank and interleave are the same for every group: keep them"
+    if "global_address" in missing:
+        return "each group's tensor lives at its own address"
+    if "global_address" in extra:
+        if group == base:
+            return "this group IS the base tensor (same address, shape and strides): nothing to replace"
+        return (f"this group starts at the base's own address ({base.global_address:#x}): "
+                "global_address does not change")
+    if "global_stride" in extra:
+        rows = ("the shape differs only in its number of rows; " if group.global_dims[0] == base.global_dims[0] and
+                group.global_dims != base.global_dims else "")
+        return (f"{rows}the stride is the BYTES between rows (driver order, without the innermost), "
+                f"{group.global_strides_bytes} in both")
+    if "global_stride" in missing:
+        return (f"this group's rows are {group.global_strides_bytes[0]} B apart, the base's "
+                f"{base.global_strides_bytes[0]} B")
+    if "global_dim" in missing:
+        return f"the group's dims (driver order) are {group.global_dims}, the base's {base.global_dims}"
+    return f"the dims are the base's, {base.global_dims}: global_dim does not change"
 
 
 def check_fields_to_replace(fn) -> None:
@@ -76,26 +112,7 @@ def check_fields_to_replace(fn) -> None:
             continue
         extra, missing = sorted(got - want), sorted(want - got)
         shown = f"{what}: got {sorted(got)}, expected {sorted(want)}"
-        if {"box_dim", "swizzle_mode"} & set(extra):
-            hint = ("the box and the swizzle describe the kernel's tile in shared memory, the same for every "
-                    "group: keep the base's")
-        elif set(extra) - set(("global_address", "global_dim", "global_stride")):
-            hint = "dtype, element strides, fill, rank and interleave are the same for every group: keep them"
-        elif "global_address" in missing:
-            hint = "each group's tensor lives at its own address"
-        elif "global_address" in extra and not want:
-            hint = "this group IS the base tensor (same address, shape and strides): nothing to replace"
-        elif "global_stride" in extra:
-            hint = (f"only the number of rows differs; the stride is the BYTES between rows, "
-                    f"{group.global_strides_bytes[0]} in both")
-        elif "global_stride" in missing:
-            hint = (f"this group's rows are {group.global_strides_bytes[0]} B apart, the base's "
-                    f"{base.global_strides_bytes[0]} B")
-        elif "global_dim" in missing:
-            hint = f"the group's dims (driver order) are {group.global_dims}, the base's {base.global_dims}"
-        else:
-            hint = f"the dims are the base's, {base.global_dims}: global_dim does not change"
-        fail(name, shown, hint)
+        fail(name, shown, fields_hint(set(extra), set(missing), base, group))
     return passed(name, "a group changes where its tensor is and how big it is, never the tile.")
 
 
@@ -108,6 +125,7 @@ def fence_order_problem(seq, path: str = "smem"):
     if isinstance(seq, str) or not isinstance(seq, (list, tuple)) or not all(isinstance(s, str) for s in seq):
         return (f"expected a list of step names, got {type(seq).__name__} {seq!r}",
                 f"e.g. {list(want[:2])} ...; the steps are {list(want)} in some order")
+    seq = [s.strip().lower() for s in seq]   # " Copy" is "copy"
     for s in seq:
         if s not in want:
             other = next((p for p, steps in FENCE_ORDERS.items() if s in steps), None)
@@ -149,10 +167,12 @@ def check_fence_order(seq, path: str = "smem") -> None:
     name = f"fence_order[{path}]"
     if callable(seq):
         seq = _call(name, seq, "")
+    if hasattr(seq, "tolist") and not isinstance(seq, str):   # a NumPy array of names
+        seq = seq.tolist()
     if seq is NOT_ATTEMPTED or seq is None or (isinstance(seq, (list, tuple)) and not seq):
         return not_attempted(name)
     problem = fence_order_problem(seq, path)
     if problem:
         fail(name, problem[0], problem[1])
-    note = "" if set(OPTIONAL) <= set(seq) else " (prefetch.tensormap is optional: you may add it after the acquire)"
-    return passed(name, " -> ".join(seq) + note)
+    note = "" if set(OPTIONAL) <= {s.strip().lower() for s in seq} else " (prefetch.tensormap is optional: you may add it after the acquire)"
+    return passed(name, " -> ".join(s.strip().lower() for s in seq) + note)
