@@ -48,8 +48,9 @@ def test_loads_per_thread_rejects(wrong, hint):
 @pytest.mark.parametrize("wrong, hint", [
     (lambda l, t, b: math.ceil(l / (t / b)), "one stage too few"),
     (lambda l, t, b: int(l / (t / b)) + 1, "round the tiles in flight UP"),
-    (lambda l, t, b: math.ceil(l / (t / b)) + 2, "stages = ceil"),
-    (lambda l, t, b: math.ceil(l / (t * b)) + 1, "stages = ceil"),
+    (lambda l, t, b: math.ceil(l / (t / b)) + 2, "one stage too many"),
+    (lambda l, t, b: math.ceil(l / (t * b)) + 1, "time per tile"),
+    (lambda l, t, b: math.ceil(l / (t / b)) + 3, "stages = ceil"),
     (lambda l, t, b: math.ceil(l * t / b) + 1, "time per tile"),
 ])
 def test_stages_needed_rejects(wrong, hint):

@@ -8,7 +8,10 @@ from __future__ import annotations
 
 import random
 
-from ..core.checks import NOT_ATTEMPTED, attempt, fail, int_answer, not_attempted, number_answer, passed
+import numpy as np
+
+from ..core.checks import (NOT_ATTEMPTED, CheckFailed, attempt, fail, int_answer, not_attempted,
+                           number_answer, passed)
 
 WARP = 32
 
@@ -53,37 +56,108 @@ def predicted_bandwidth_gbs(bytes_in_flight_per_sm: float, n_sm: int, latency_ns
     return min(peak_gbs, bytes_in_flight_per_sm * n_sm / latency_ns)
 
 
+def answers(name, fn, cases, convert, show=repr, kind="a number"):
+    """``convert(fn(*case), case)`` for every case; None if ``fn`` is still a stub. An exception
+    raised by ``fn``, or None returned (``kind`` says what was expected), fails naming the call
+    (the learner's traceback stays chained)."""
+    out = []
+    for case in cases:
+        try:
+            got = attempt(fn, *case)
+        except CheckFailed:
+            raise
+        except Exception as err:
+            fail(name, f"{name}{show(case)} raised {type(err).__name__}: {err}")
+        if got is NOT_ATTEMPTED:
+            return None
+        if got is None:
+            fail(name, f"{name}{show(case)} returned None; expected {kind}: did the function forget "
+                 "to return its result?")
+        out.append(convert(got, case))
+    return out
+
+
+def named_mistake(got_all, want_all, cases, mistakes, same, default):
+    """The hint of the first ``(formula, hint)`` in ``mistakes`` whose values equal the answers
+    ``got_all`` on every case (and differ from ``want_all``); else ``default``."""
+    for f, hint in mistakes:
+        try:
+            values = [f(*c) for c in cases]
+        except (ArithmeticError, ValueError):
+            continue
+        if not all(same(v, w) for v, w in zip(values, want_all)) and \
+                all(same(g, v) for g, v in zip(got_all, values)):
+            return hint
+    return default
+
+
+def int_floor_div(name, got, what, hint=""):
+    """An int answer; a float is told to use ``//`` (where rounding up would be wrong)."""
+    if isinstance(got, (float, np.floating)):
+        fail(name, f"{what} is {type(got).__name__} {got!r}; expected an int: use // (integer "
+             "division), not /", hint)
+    return int_answer(name, got, what, hint)
+
+
+def _close(a, b, rel=1e-6, atol=0.0):
+    return abs(a - b) <= max(rel * abs(b), atol)
+
+
 def check_bytes_in_flight(fn) -> None:
-    """Check a learner's ``bytes_in_flight(latency_ns, bandwidth_gbs)`` on random inputs."""
+    """Check a learner's ``bytes_in_flight(latency_ns, bandwidth_gbs)`` on fixed and random inputs."""
     name = "bytes_in_flight"
     rng = random.Random()
-    cases = [(600.0, 3350.0)] + [(rng.uniform(100, 1000), rng.uniform(500, 5000)) for _ in range(5)]
-    for lat, bw in cases:
-        got = attempt(fn, lat, bw)
-        if got is NOT_ATTEMPTED:
-            return not_attempted(name)
-        want = bytes_in_flight_ref(lat, bw)
-        got = number_answer(name, got, f"bytes_in_flight({lat:.1f}, {bw:.1f})", "a number of bytes")
-        if abs(got - want) > 1e-6 * want:
-            ratio = got / want if want else float("nan")
-            hint = ("off by 1e9: ns is 1e-9 s and GB/s is 1e9 B/s, so they cancel"
-                    if abs(ratio - 1e9) < 1e3 or abs(ratio - 1e-9) < 1e-12
-                    else "bytes in flight = latency (s) x bandwidth (B/s)")
-            fail(name, f"bytes_in_flight({lat:.1f}, {bw:.1f}) = {got!r}, expected {want:.1f}", hint)
+    cases = [(600.0, 3350.0), (450, 2000), (1000.0, 4800.0), (73.5, 812.25)] + [
+        (rng.uniform(50, 2000), rng.uniform(100, 8000)) for _ in range(5)]
+    show = lambda c: f"({c[0]:.1f}, {c[1]:.1f})"  # noqa: E731
+    got_all = answers(name, fn, cases, lambda g, c: number_answer(name, g, f"{name}{show(c)}",
+                                                                   "a number of bytes"), show)
+    if got_all is None:
+        return not_attempted(name)
+    want_all = [bytes_in_flight_ref(*c) for c in cases]
+    bad = [i for i, (g, w) in enumerate(zip(got_all, want_all)) if not _close(g, w, atol=1.0)]
+    if bad:                                 # (within 1 byte: rounding to whole bytes is right too)
+        i = bad[0]
+        factors = [(1e9, "off by 1e9: ns is 1e-9 s and GB/s is 1e9 B/s, so they cancel"),
+                   (1e-9, "off by 1e9: ns is 1e-9 s and GB/s is 1e9 B/s, so they cancel"),
+                   (1e18, "off by 1e18: ns is 1e-9 s (not 1e9 s) and GB/s is 1e9 B/s"),
+                   (1e-18, "off by 1e18: ns is 1e-9 s and GB/s is 1e9 B/s (not 1e-9 B/s)"),
+                   (1e3, "off by 1000: ns is 1e-9 s and GB/s is 1e9 B/s, so ns x GB/s = bytes"),
+                   (1e-3, "off by 1000: ns is 1e-9 s and GB/s is 1e9 B/s, so ns x GB/s = bytes"),
+                   (1e-6, "that is MB: return bytes"),
+                   (2 ** 30 / 1e9, "GB/s is 1e9 B/s, not 2^30 B/s (that is GiB/s)"),
+                   (8.0, "that is bits: return bytes")]
+        mistakes = [(lambda lat, bw, c=c: c * bytes_in_flight_ref(lat, bw), h) for c, h in factors] + [
+            (lambda lat, bw: lat / bw, "latency x bandwidth, not latency / bandwidth: bytes in flight "
+             "= latency (s) x bandwidth (B/s)"),
+            (lambda lat, bw: bw / lat, "latency x bandwidth, not bandwidth / latency: bytes in flight "
+             "= latency (s) x bandwidth (B/s)")]
+        hint = named_mistake(got_all, want_all, cases, mistakes, _close,
+                             "bytes in flight = latency (s) x bandwidth (B/s)")
+        fail(name, f"bytes_in_flight{show(cases[i])} = {got_all[i]!r}, expected {want_all[i]:.1f} "
+             f"({len(bad)} of {len(cases)} cases wrong)", hint)
     return passed(name, f"e.g. {cases[0][0]:.0f} ns x {cases[0][1]:.0f} GB/s needs "
-                  f"{bytes_in_flight_ref(*cases[0]) / 1e6:.2f} MB in flight.")
+                  f"{want_all[0] / 1e6:.2f} MB in flight.")
+
+
+def _tile_case(rng):
+    while True:
+        case = (rng.choice([16, 32, 48, 64, 96, 128, 192, 256]), rng.choice([16, 24, 32, 64, 80, 128, 256]),
+                rng.choice([1, 2, 4, 8]), rng.choice([4, 8, 16]))
+        if case[0] * case[1] * case[2] % (WARP * case[3]) == 0:
+            return case
 
 
 def check_warp_instructions(fn) -> None:
     """Check a learner's ``warp_instructions_per_tile(rows, cols, elem_bytes, vector_bytes)``."""
     name = "warp_instructions_per_tile"
-    cases = [(64, 128, 2, 16), (128, 64, 4, 16), (64, 64, 2, 8), (256, 32, 1, 4), (32, 64, 4, 8)]
-    got_all = []
-    for case in cases:
-        got = attempt(fn, *case)
-        if got is NOT_ATTEMPTED:
-            return not_attempted(name)
-        got_all.append(int_answer(name, got, f"warp_instructions_per_tile{case}", "a count of instructions"))
+    rng = random.Random()
+    cases = [(64, 128, 2, 16), (128, 64, 4, 16), (64, 64, 2, 8), (256, 32, 1, 4), (32, 64, 4, 8),
+             (48, 80, 2, 16), (96, 40, 4, 8), (16, 16, 8, 16)] + [_tile_case(rng) for _ in range(3)]
+    got_all = answers(name, fn, cases, lambda g, c: int_floor_div(name, g, f"{name}{c}",
+                                                                  "a count of instructions"), kind="an int")
+    if got_all is None:
+        return not_attempted(name)
     want_all = [warp_instructions_per_tile_ref(*case) for case in cases]
     if got_all != want_all:
         i = next(i for i, (g, w) in enumerate(zip(got_all, want_all)) if g != w)
@@ -92,8 +166,16 @@ def check_warp_instructions(fn) -> None:
                     (lambda r, c, e, v: 2 * r * c * e // (WARP * 16), "use vector_bytes (8 or 4 in some "
                      "cases), not always 16"),
                     (lambda r, c, e, v: 2 * r * c // (WARP * v), "multiply by elem_bytes: the tile has "
-                     "rows x cols x elem_bytes bytes")]
-        hint = next((h for f, h in mistakes if [f(*c) for c in cases] == got_all),
-                    "tile bytes / (32 threads x vector_bytes) per direction, times 2 directions")
+                     "rows x cols x elem_bytes bytes"),
+                    (lambda r, c, e, v: 2 * r * c * 2 // (WARP * v), "use elem_bytes, not a fixed 2 "
+                     "(the check tries 1, 2, 4 and 8)"),
+                    (lambda r, c, e, v: 2 * r * c * e // WARP, "each thread moves vector_bytes per "
+                     "instruction: divide by 32 x vector_bytes"),
+                    (lambda r, c, e, v: 2 * r * c * e // (4 * WARP * v), "a warp is 32 threads: count one "
+                     "instruction per warp, not per 128-thread block"),
+                    (lambda r, c, e, v: 2 * r * c // WARP, "one instruction moves vector_bytes per thread, "
+                     "not one element")]
+        hint = named_mistake(got_all, want_all, cases, mistakes, lambda g, v: g == v,
+                             "tile bytes / (32 threads x vector_bytes) per direction, times 2 directions")
         fail(name, f"{cases[i]} -> {got_all[i]}, expected {want_all[i]}", hint)
     return passed(name)
