@@ -97,7 +97,6 @@ def test_kv_bytes_per_output_tile():
 
 @pytest.mark.parametrize("call,match", [
     (lambda: A.kv_stage_bytes(0, 64, 2), "block_n"), (lambda: A.kv_stage_bytes(64, 64, 3), "itemsize"),
-    (lambda: A.kv_stage_bytes(64, 64, True), "itemsize"), (lambda: A.flops(1, 1, 64.0, 64), "S"),
     (lambda: A.causal_tiles(-1, 64, 64), "m_block"), (lambda: A.causal_tiles(0, 64, 0), "block_n"),
     (lambda: A.causal_tiles(4, 32, 32, seq_len=100), "past seq_len"),
     (lambda: A.kv_bytes_per_output_tile(100, 64, 32, 2, False, 4, 32), "m_block"),
@@ -107,6 +106,15 @@ def test_kv_bytes_per_output_tile():
     (lambda: A.online_softmax_ref(*[np.zeros((1, 1, 8, 4))] * 3, block_n=0), "block_n")])
 def test_bad_input_is_named(call, match):
     with pytest.raises(ValueError, match=match):
+        call()
+
+
+@pytest.mark.parametrize("call,match", [        # the wrong kind: a TypeError stating the same rule
+    (lambda: A.kv_stage_bytes(64, 64, True), r"itemsize must be one of \(1, 2, 4\).*got True \(bool"),
+    (lambda: A.flops(1, 1, 64.0, 64), r"S must be a positive int, got 64\.0 \(float"),
+    (lambda: A.kv_stage_bytes(None, 64, 2), r"block_n must be a positive int, got None \(NoneType")])
+def test_wrong_kind_is_a_type_error(call, match):
+    with pytest.raises(TypeError, match=match):
         call()
 
 

@@ -31,8 +31,8 @@ def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map(name):
 
 @pytest.mark.parametrize("src, dst, kw, match", [
     (fake(contiguous=False), fake(), {}, "src must be contiguous"),
-    (fake(ptr=0x10008), fake(), {}, "not a multiple of 16 B"),
-    (fake(), fake(ptr=0x10002), {}, "dst starts at address 0x10002"),
+    (fake(ptr=0x10008), fake(), {}, r"src address 0x10008 is not 16-B aligned \(address % 16 = 8\)"),
+    (fake(), fake(ptr=0x10002), {}, r"dst address 0x10002 is not 16-B aligned \(address % 16 = 2\)"),
     (fake(), fake(nbytes=2048), {}, "same dtype and size"),
     (fake(), fake(dtype="float32"), {}, "same dtype and size"),
     (fake(nbytes=4104), fake(nbytes=4104), {}, "multiple of 16 B"),
@@ -41,28 +41,35 @@ def test_bulk_kernel_uses_bulk_copies_without_a_tensor_map(name):
     (fake(), fake(), dict(stages=0), r"stages must be an int in 2\.\.8"),
     (fake(), fake(), dict(stages=1), "one buffer cannot pipeline"),      # would wait forever
     (fake(), fake(), dict(stages=9), r"stages must be an int in 2\.\.8"),
-    (fake(), fake(), dict(stages=2.0), "stages must be an int"),
     (fake(), fake(), dict(chunk_bytes=65536, stages=4), "exceeds"),
-    (fake(), fake(), dict(span=1), "span must be True or False"),
     (fake(), fake(), dict(ctas_per_sm=0), r"ctas_per_sm must be an int in 1\.\.32"),
     (fake(), fake(), dict(ctas_per_sm=33), r"ctas_per_sm must be an int in 1\.\.32"),
-    (fake(), fake(), dict(ctas_per_sm=2.0), r"ctas_per_sm must be an int in 1\.\.32"),
-    (fake(), fake(), dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32"),
 ])
 def test_bulk_launcher_names_the_rule_broken(src, dst, kw, match):
     with pytest.raises(ValueError, match=match):
         runtime.bulk_launcher(src, dst, **kw)
 
 
+@pytest.mark.parametrize("kw, match", [          # the wrong kind: a TypeError stating the same rule
+    (dict(stages=2.0), r"stages must be an int in 2\.\.8 .*got 2\.0 \(float, not an int\)"),
+    (dict(span=1), r"span must be True or False, got 1 \(int\)"),
+    (dict(ctas_per_sm=2.0), r"ctas_per_sm must be an int in 1\.\.32"),
+    (dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32, got True \(bool, not an int\)"),
+    (dict(chunk_bytes=None), r"chunk_bytes must be a positive multiple of 16, got None \(NoneType"),
+])
+def test_bulk_launcher_refuses_the_wrong_kind(kw, match):
+    with pytest.raises(TypeError, match=match):
+        runtime.bulk_launcher(fake(), fake(), **kw)
+
+
 @pytest.mark.parametrize("src, dst, kw, match", [
     (fake(contiguous=False), fake(), {}, "src must be contiguous"),
     (fake(), fake(contiguous=False), {}, "dst must be contiguous"),
-    (fake(ptr=0x10008), fake(), {}, "src starts at address 0x10008, not a multiple of 16 B"),
+    (fake(ptr=0x10008), fake(), {}, r"src address 0x10008 is not 16-B aligned \(address % 16 = 8\)"),
     (fake(), fake(nbytes=2048), {}, "same dtype and size"),
     (fake(nbytes=0), fake(nbytes=0), {}, "positive multiple of 16 B"),
     (fake(), fake(), dict(chunk_bytes=8200), "chunk_bytes must be a positive multiple of 16"),
     (fake(), fake(), dict(chunk_bytes=-16), "chunk_bytes must be a positive multiple of 16"),
-    (fake(), fake(), dict(chunk_bytes=8192.0), "chunk_bytes must be a positive multiple of 16"),
     (fake(), fake(), dict(chunk_bytes=256 * 1024), "exceeds"),
     (fake(), fake(), dict(evict_first="loads"), "evict_first must be a tuple of distinct names"),
     (fake(), fake(), dict(evict_first=["loads"]), "evict_first must be a tuple"),
@@ -80,22 +87,30 @@ def test_bytes_in_flight_per_sm():
     assert next(iter(cm.COPIES)) == cm.TMA_2D                 # the ladder starts from notebook 02's copy
     assert cm.in_flight_per_sm(cm.COPIES[cm.NO_LOOP_32K], resident=6) == 6 * 32768   # = the 6-stage loop's
     assert cm.in_flight_per_sm(cm.COPIES[cm.TILE_2D], resident=13) == 13 * 32 * 256 * 2
-    for bad in (None, 0, 2.0):
-        with pytest.raises(ValueError, match="pass the CTAs an SM holds"):
+    for bad, exc in ((None, TypeError), (0, ValueError), (2.0, TypeError)):   # wrong kind: TypeError
+        with pytest.raises(exc, match="resident must be a positive int .*pass the CTAs an SM holds"):
             cm.in_flight_per_sm(cm.COPIES[cm.NO_LOOP_8K], resident=bad)
 
 
 @pytest.mark.parametrize("kw, match", [
     (dict(ctas_per_sm=0), r"ctas_per_sm must be an int in 1\.\.32"),
     (dict(ctas_per_sm=33), r"ctas_per_sm must be an int in 1\.\.32"),
-    (dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32"),
-    (dict(dynamic=1), "dynamic must be True or False"),
     (dict(chunk_bytes=100), "chunk_bytes must be a positive multiple of 16"),
     (dict(chunk_bytes=256 * 1024), "exceeds"),
 ])
 def test_serial_launcher_names_the_rule_broken(kw, match):
     with pytest.raises(ValueError, match=match):
         runtime.serial_launcher(fake(), fake(), **kw)
+
+
+@pytest.mark.parametrize("launcher, kw, match", [   # the wrong kind: a TypeError stating the same rule
+    (runtime.chunk_launcher, dict(chunk_bytes=8192.0), "chunk_bytes must be a positive multiple of 16"),
+    (runtime.serial_launcher, dict(ctas_per_sm=True), r"ctas_per_sm must be an int in 1\.\.32"),
+    (runtime.serial_launcher, dict(dynamic=1), "dynamic must be True or False"),
+])
+def test_chunk_and_serial_launchers_refuse_the_wrong_kind(launcher, kw, match):
+    with pytest.raises(TypeError, match=match):
+        launcher(fake(), fake(), **kw)
 
 
 def test_the_serial_contenders_change_one_thing():
@@ -331,7 +346,8 @@ def test_each_hinted_copy_changes_one_thing_of_the_best(hinted, where):
 @pytest.mark.parametrize("bad", [0, -2, 33, 1.5, True, "2"])
 def test_pipelined_launcher_refuses_a_grid_it_cannot_launch(bad):
     arr = types.SimpleNamespace(shape=(64, 256), dtype="float16", ndim=2)
-    with pytest.raises(ValueError, match=r"ctas_per_sm must be an int in 1\.\.32"):
+    wrong_kind = isinstance(bad, (bool, float, str))      # a TypeError stating the same rule
+    with pytest.raises(TypeError if wrong_kind else ValueError, match=r"ctas_per_sm must be an int in 1\.\.32"):
         runtime.pipelined_launcher(arr, arr, ctas_per_sm=bad)
 
 

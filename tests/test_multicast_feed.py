@@ -50,7 +50,6 @@ OK = dict(src_nbytes=16 * MiB, R=2, mode="multicast", chunk_bytes=16 * KiB, stag
     (dict(chunk_bytes=0), "chunk_bytes must be a positive multiple of 2048"),
     (dict(chunk_bytes=3072), "chunk_bytes must be a positive multiple of 2048"),
     (dict(chunk_bytes=-2048), "chunk_bytes must be a positive multiple of 2048"),
-    (dict(chunk_bytes=16384.0), "chunk_bytes must be a positive multiple of 2048"),
     (dict(stages=0), r"stages must be an int in 1\.\.8"),
     (dict(stages=9), r"stages must be an int in 1\.\.8"),
     (dict(stages=8, chunk_bytes=32 * KiB), "a block may use"),
@@ -60,20 +59,32 @@ OK = dict(src_nbytes=16 * MiB, R=2, mode="multicast", chunk_bytes=16 * KiB, stag
     (dict(src_nbytes=0), "must be a positive multiple of chunk_bytes"),
     (dict(per_cta=0), "per_cta .* must be a positive int"),
     (dict(per_cta=-1), "per_cta .* must be a positive int"),
-    (dict(per_cta=2.0), "per_cta .* must be a positive int"),
-    (dict(per_cta="32"), "per_cta .* must be a positive int"),
     (dict(R=4, ctas=6), "ctas must be a positive multiple of the cluster size 4"),
     (dict(R=2, ctas=3), "ctas must be a positive multiple of the cluster size 2"),
     (dict(ctas=0), "ctas must be a positive multiple"),
-    (dict(ctas=8.0), "ctas must be a positive multiple"),
     (dict(lines=0), r"lines .* must be an int in 1\.\.8 for 16384 B chunks"),
     (dict(lines=9), r"lines .* must be an int in 1\.\.8 for 16384 B chunks"),
     (dict(lines=2, chunk_bytes=2048, src_nbytes=2048), r"must be an int in 1\.\.1 for 2048 B chunks"),
-    (dict(lines=1.0), "lines .* must be an int"),
-    (dict(lines=True), "lines .* must be an int"),
 ])
 def test_check_args_names_the_rule_broken(change, match):
     with pytest.raises(ValueError, match=match):
+        feed.check_args(**{**OK, **change})
+
+
+@pytest.mark.parametrize("change, match", [     # the wrong kind: a TypeError stating the same rule
+    (dict(chunk_bytes=16384.0), r"chunk_bytes must be a positive multiple of 2048 .*got 16384\.0 \(float, "
+                                r"not an int\)"),
+    (dict(per_cta=2.0), "per_cta .* must be a positive int, got 2.0 \\(float"),
+    (dict(per_cta="32"), "per_cta .* must be a positive int, got '32' \\(str"),
+    (dict(per_cta=None), "per_cta .* must be a positive int, got None \\(NoneType"),
+    (dict(ctas=8.0), "ctas must be a positive multiple"),
+    (dict(lines=1.0), "lines .* must be an int"),
+    (dict(lines=True), r"lines .* must be an int .*got True \(bool, not an int\)"),
+    (dict(R=True), r"cluster size R must be one of \(1, 2, 4\), got True \(bool"),
+    (dict(src_nbytes=None), r"the source's size \(src\.nbytes\) must be a positive multiple of chunk_bytes"),
+])
+def test_check_args_refuses_the_wrong_kind(change, match):
+    with pytest.raises(TypeError, match=match):
         feed.check_args(**{**OK, **change})
 
 
@@ -145,7 +156,7 @@ def fake(nbytes=16 * MiB, ptr=0x10000, contiguous=True, dtype="float16"):
     (fake(dtype="float32"), {}, "contiguous float16 array, got float32"),
     (fake(dtype="uint8"), {}, "contiguous float16 array, got uint8"),
     (fake(contiguous=False), {}, "got float16, not contiguous"),
-    (fake(ptr=0x10008), {}, "starts at address 0x10008, not a multiple of 16 B"),
+    (fake(ptr=0x10008), {}, r"src address 0x10008 is not 16-B aligned \(address % 16 = 8\)"),
     # with ctas given, the rules of check_args come next, still without a GPU
     (fake(), dict(R=3, ctas=12), "cluster size R must be one of"),
     (fake(), dict(R=1, ctas=12), "needs a cluster of 2 or 4 CTAs"),
@@ -351,7 +362,7 @@ def test_the_barriers_count_against_shared_memory():
 
 @pytest.mark.parametrize("bad", [2.5, True])
 def test_stages_must_be_an_int(bad):
-    with pytest.raises(ValueError, match="stages must be an int"):
+    with pytest.raises(TypeError, match="stages must be an int"):
         feed.check_args(16384 * 4, 2, "multicast", 16384, bad, 8, 2)
 
 

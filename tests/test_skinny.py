@@ -20,8 +20,11 @@ def test_bytes_and_the_memory_bound_ceiling():
     ms = skinny.memory_bound_ms(128, 8192, 8192, 2, 3000)
     assert ms == pytest.approx(138412032 / 3e12 * 1e3)
     assert skinny.splitk_extra_bytes(128, 8192, 2) == 2 * 128 * 8192 * 4
-    for bad in (0, -3, 2.0, True, None):
-        with pytest.raises(ValueError, match="positive int"):
+    for bad in (0, -3):
+        with pytest.raises(ValueError, match="M must be a positive int"):
+            skinny.bytes_moved(bad, 8192, 8192, 2)
+    for bad in (2.0, True, None):                   # the wrong kind: a TypeError stating the same rule
+        with pytest.raises(TypeError, match="M must be a positive int"):
             skinny.bytes_moved(bad, 8192, 8192, 2)
     for bad in (0, -1, "3000", True):
         with pytest.raises(ValueError, match="gbps"):

@@ -235,8 +235,8 @@ def test_splitk_bound_reduce_dtype_adds_splits_u_mag(reduce_dtype, u, splits):
     (dict(reduce_dtype="int8"), ValueError, "reduce_dtype must be one of"),
     (dict(out_dtype=None), ValueError, "out_dtype must be one of"),
     (dict(n=0), ValueError, "n must be a positive int"),
-    (dict(splits=True), ValueError, "splits must be a positive int"),
-    (dict(splits=1.5), ValueError, "splits must be a positive int"),
+    (dict(splits=True), TypeError, r"splits must be a positive int, got True \(bool, not an int\)"),
+    (dict(splits=1.5), TypeError, r"splits must be a positive int, got 1\.5 \(float, not an int\)"),
 ])
 def test_splitk_bound_refuses_bad_arguments(kw, err, match):
     args = dict(n=8, splits=1, mag=np.ones(2), abs_ref=np.ones(2))

@@ -163,6 +163,8 @@ def test_good_input_passes_every_door(name, case):
             continue
         if case.fill is not None and door in STORES:
             continue
+        if door == "tma_reduce_add" and case.array.dtype.name not in rules.REDUCE_ADD_DTYPES:
+            continue                 # .add takes fewer types than a copy (tests/test_doors.py)
         call(case)
 
 

@@ -391,6 +391,7 @@ def operands(q, k, v, o) -> list:
     """Check torch CUDA q, k, v, o (one (B, H, S, D) shape and fp16/bf16 dtype, contiguous, S a
     multiple of 128, D 64 or 128) and return the CuteDSL views (q, k, v, o) and a stream."""
     import torch
+    from . import inputs
     from .compat import stream, to_cute
     for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
         if not torch.is_tensor(t) or t.dim() != 4:
@@ -407,6 +408,8 @@ def operands(q, k, v, o) -> list:
         raise ValueError(f"head dim D must be 64 or 128, got {D}")
     if S % BLOCK_M:
         raise ValueError(f"sequence length {S} is not a multiple of {BLOCK_M} (the CTA's query rows)")
+    for name, t in (("q", q), ("k", k), ("v", v), ("o", o)):
+        inputs.tma_tensor(name, t, rank=4)        # the TMA rules: no empty axis, 16-B aligned...
     cv = [to_cute(views(t, name == "v"), dynamic=False) for name, t in zip("qkvo", (q, k, v, o))]
     return cv + [stream()]
 

@@ -28,6 +28,8 @@ with warnings.catch_warnings():
     from cutlass.cute.nvgpu import cpasync, warpgroup  # noqa: E402
     from cutlass.cute.runtime import from_dlpack, make_fake_compact_tensor  # noqa: E402
 
+from ..core.checks import is_int  # noqa: E402
+
 VERSION = "4.8.1"
 SmemAllocator = cutlass.memory.SmemAllocator      # cutlass.utils.SmemAllocator is deprecated in 4.8
 DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16, "float32": cutlass.Float32}
@@ -48,7 +50,7 @@ def cute_dtype(dtype):
 def fake_tensor(shape, dtype="float16", order=None):
     """A fake tensor for compile-only use: ``shape`` in array order, row-major by default
     (``order`` is CuteDSL's ``stride_order``: 0 marks the stride-1 mode), 16-byte aligned."""
-    if not (isinstance(shape, tuple) and shape and all(isinstance(s, int) and s > 0 for s in shape)):
+    if not (isinstance(shape, tuple) and shape and all(is_int(s) and s > 0 for s in shape)):   # bools refused
         raise ValueError(f"shape must be a tuple of positive ints, got {shape!r}")
     if order is None:
         order = tuple(range(len(shape) - 1, -1, -1))

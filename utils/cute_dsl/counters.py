@@ -16,7 +16,8 @@ Delivered = read from L2 + merged by hardware + served by multicast (``lrc_split
 from __future__ import annotations
 
 from ..core import ncu
-from .gemm import TILE_MNK
+from ..tma import rules
+from .gemm import TILE_MNK, check_tile
 from .measure import TRAFFIC, profile_broadcast
 
 STEPS = {"CuteDSL TMA+WGMMA, 4 stages": dict(stages=4),
@@ -39,6 +40,7 @@ METRICS = ("gpu__time_duration.sum", "sm__pipe_tensor_op_hmma_cycles_active.avg.
 def tiled_l2_bytes(n: int, itemsize: int = 2, tile=TILE_MNK) -> int:
     """Bytes the SMs must read from L2 for an n x n x n GEMM tiled ``tile`` (BM, BN, BK): every
     output tile streams a BM x K slice of A and a BN x K slice of B, nothing shared."""
+    n, itemsize, tile = rules.positive("n", n), rules.elem_size(itemsize, "itemsize"), check_tile(tile)
     if n % tile[0] or n % tile[1] or n % tile[2]:
         raise ValueError(f"n = {n} must be a multiple of the tile {tile}")
     return (n // tile[0]) * (n // tile[1]) * n * (tile[0] + tile[1]) * itemsize

@@ -13,16 +13,34 @@ TMA loads, the epilogue goes registers -> shared memory -> TMA store.
 """
 from __future__ import annotations
 
+from ..tma import rules
+from . import inputs
 from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
 
 TILE_MNK = (128, 256, 64)
 TILES = ((128, 256, 64), (128, 128, 64))  # CTA tiles of the cooperative kernels (2 warpgroups x 64 rows)
 ORDERS = ("grouped", "row", "serpentine")  # tile orders (see ordered_tile)
 SMEM_BYTES = 227 * 1024
+CLUSTERS = ((1, 1), (2, 1), (1, 2), (2, 2))   # (along M, along N)
+
+
+def check_tile(tile) -> tuple:
+    """A CTA tile (M, N, K): three positive ints."""
+    tile = rules.ints("tile", tile)
+    rules.require(len(tile) == 3, f"tile must be (M, N, K), got {tile}")
+    return tuple(rules.positive(f"tile[{i}]", n) for i, n in enumerate(tile))
+
+
+def check_cluster(cluster) -> tuple:
+    """A cluster shape (CTAs along M, along N) the kernels are built for: one of :data:`CLUSTERS`."""
+    cluster = rules.ints("cluster", cluster)
+    rules.require(cluster in CLUSTERS, f"cluster must be (1, 1), (2, 1), (1, 2) or (2, 2), got {cluster!r}")
+    return cluster
 
 
 def max_stages(tile=TILE_MNK, itemsize: int = 2) -> int:
     """How many A+B stages fit in shared memory (1 KiB kept for barriers), as the example does."""
+    tile, itemsize = check_tile(tile), rules.elem_size(itemsize, "itemsize")
     return (SMEM_BYTES - 1024) // ((tile[0] + tile[1]) * tile[2] * itemsize)
 
 
@@ -76,17 +94,15 @@ class TmaGemm:
 
     def __init__(self, stages: int | None = None, cluster=(1, 1), tile=TILE_MNK, order: str = "grouped",
                  multicast: bool = True):
-        if tuple(tile) not in self.tiles:
+        if check_tile(tile) not in self.tiles:
             raise ValueError(f"tile must be one of {self.tiles} (M, N, K), got {tile!r}")
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        self.tile, self.order = tuple(tile), order
+        self.tile, self.order = check_tile(tile), order
         stages = max_stages(self.tile) if stages is None else stages
-        if not (isinstance(stages, int) and 1 <= stages <= max_stages(self.tile)):
-            raise ValueError(f"stages must be 1..{max_stages(self.tile)} (shared memory), got {stages!r}")
-        if tuple(cluster) not in ((1, 1), (2, 1), (1, 2), (2, 2)):
-            raise ValueError(f"cluster must be (1, 1), (2, 1), (1, 2) or (2, 2), got {cluster!r}")
-        self.stages, self.cluster = stages, tuple(cluster)
+        rules.in_range("stages", stages, 1, max_stages(self.tile), " (A+B buffers that fit in shared memory)")
+        self.stages, self.cluster = int(stages), check_cluster(cluster)
+        multicast = rules.flag("multicast", multicast)
         if not multicast and self.cluster == (2, 2):
             raise ValueError("multicast=False is built for clusters (2, 1) and (1, 2): in a 2 x 2 cluster the "
                              "pipeline cannot release a stage to its own CTA alone")
@@ -317,17 +333,23 @@ def as_mk1(t):
     return t.unsqueeze(0).permute(1, 2, 0)
 
 
-def operands(a, b, c) -> list:
-    """Check torch CUDA a (M, K), b (N, K), c (M, N) (one of fp16/bf16; K and N multiples of 8 for
-    16-byte TMA rows; any M) and return the launch arguments: three CuteDSL views and a stream."""
-    from .compat import stream, to_cute
+def check_operands(a, b, c) -> None:
+    """The CPU-side rules of every GEMM launcher: torch a (M, K), b (N, K), c (M, N), each a
+    contiguous TMA tensor (:func:`.inputs.tma_tensor`: every extent >= 1, 16-B aligned, rows of a
+    multiple of 16 B, so K and N multiples of 8), of one dtype, fp16 or bf16 (the wgmma operands)."""
     for name, t in (("a", a), ("b", b), ("c", c)):
-        if t.dim() != 2 or not t.is_contiguous() or t.shape[1] % 8:
-            raise ValueError(f"{name} must be a contiguous 2-D tensor with a multiple of 8 columns "
-                             f"(16-byte TMA rows), got {tuple(t.shape)}")
+        inputs.tma_tensor(name, t, rank=2)
     if a.shape[1] != b.shape[1] or tuple(c.shape) != (a.shape[0], b.shape[0]) or not a.dtype == b.dtype == c.dtype:
         raise ValueError(f"need a (M, K), b (N, K), c (M, N) of one dtype; got {tuple(a.shape)} "
                          f"{tuple(b.shape)} {tuple(c.shape)}, {a.dtype} {b.dtype} {c.dtype}")
+    inputs.wgmma_dtype(a.dtype)
+
+
+def operands(a, b, c) -> list:
+    """Check torch CUDA a (M, K), b (N, K), c (M, N) (:func:`check_operands`) and return the launch
+    arguments: three CuteDSL views and a stream."""
+    from .compat import stream, to_cute
+    check_operands(a, b, c)
     return [to_cute(as_mk1(t), dynamic=False) for t in (a, b, c)] + [stream()]
 
 
@@ -345,6 +367,7 @@ def run_cached(key, make, args):
 def run_gemm(a, b, c, stages: int | None = None, cluster=(1, 1), gemm=None):
     """c = a @ b.T on torch CUDA tensors (see :func:`operands`). ``gemm``: a ready ``TmaGemm`` to
     use instead (compiled, not cached). Returns c."""
+    gemm_ = gemm or TmaGemm(stages, cluster)        # its rules first, on the CPU (then the tensors')
     key = None if gemm is not None else ("tma", str(a.dtype), tuple(a.shape), tuple(b.shape), stages, tuple(cluster))
-    run_cached(key, lambda: gemm or TmaGemm(stages, cluster), operands(a, b, c))
+    run_cached(key, lambda: gemm_, operands(a, b, c))
     return c

@@ -89,7 +89,8 @@ class CpAsyncGemm(TmaGemm):
 
 def run_cpasync(a, b, c, stages: int = 4):
     """c = a @ b.T with ``CpAsyncGemm`` (M, N and K multiples of 128, 256 and 64). Returns c."""
-    from .gemm import operands, run_cached
+    from .gemm import check_operands, operands, run_cached
+    check_operands(a, b, c)
     M, K = a.shape
     if M % TILE_MNK[0] or b.shape[0] % TILE_MNK[1] or K % TILE_MNK[2]:
         raise ValueError(f"the cp.async GEMM has no bounds checks: M, N, K must be multiples of "

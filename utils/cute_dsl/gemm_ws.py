@@ -16,8 +16,9 @@ After the structure of CUTLASS's ``HopperWgmmaGemmPersistentKernel``
 """
 from __future__ import annotations
 
+from ..tma import rules
 from .compat import cpasync, cute, cutlass, pipeline, SmemAllocator, warpgroup
-from .gemm import TILE_MNK, TmaGemm, ordered_tile
+from .gemm import ORDERS, TILE_MNK, TmaGemm, check_cluster, check_operands, check_tile, ordered_tile
 
 SMEM_BYTES = 227 * 1024
 EPI_STAGES = 4
@@ -28,6 +29,8 @@ H100_SMS = 132                            # compile-only default for the persist
 def ws_stages(itemsize: int = 2, tile=TILE_MNK, c_sets: int = 1) -> int:
     """A+B stages that fit next to the epilogue's own C buffers (``c_sets`` rings of 4 x 128 x 32,
     one per warpgroup that stores on its own) and 1 KiB of barriers."""
+    itemsize, tile = rules.elem_size(itemsize, "itemsize"), check_tile(tile)
+    c_sets = rules.in_range("c_sets", c_sets, 1, 2, " (C rings: one, or one per consumer warpgroup)")
     epi = c_sets * EPI_STAGES * 128 * 32 * itemsize
     return (SMEM_BYTES - 1024 - epi) // ((tile[0] + tile[1]) * tile[2] * itemsize)
 
@@ -43,9 +46,8 @@ class WsGemm(TmaGemm):
     def __init__(self, persistent: bool = True, cluster=(1, 1), sms: int = H100_SMS, realloc: bool = True,
                  order: str = "grouped", tile=TILE_MNK, c_sets: int = 1, multicast: bool = True):
         super().__init__(ws_stages(2, tile, c_sets), cluster, tile, order, multicast)
-        if not (isinstance(sms, int) and sms >= 1):
-            raise ValueError(f"sms must be a positive int, got {sms!r}")
-        self.persistent, self.realloc = bool(persistent), bool(realloc)
+        sms = rules.positive("sms", sms)
+        self.persistent, self.realloc = rules.flag("persistent", persistent), rules.flag("realloc", realloc)
         self.max_clusters = sms // (self.cluster[0] * self.cluster[1]) if persistent else 1 << 24
         self.threads = 384                              # 1 producer + 2 consumer warpgroups
         self.mma_threads = 256
@@ -254,7 +256,8 @@ MAX_GRID_Z = 65535                        # CUDA's limit on gridDim.z
 def check_grid(M: int, N: int, persistent: bool, cluster=(1, 1), tile=TILE_MNK) -> int:
     """Clusters a launch puts in ``grid.z`` (one per SM-cluster when persistent, one per tile
     cluster otherwise); raises ValueError past CUDA's 65535 instead of failing at launch."""
-    cm, cn = cluster
+    M, N = rules.positive("M", M), rules.positive("N", N)
+    persistent, (cm, cn), tile = rules.flag("persistent", persistent), check_cluster(cluster), check_tile(tile)
     clusters = -(-(-(-M // tile[0])) // cm) * -(-(-(-N // tile[1])) // cn)
     if not persistent and clusters > MAX_GRID_Z:
         raise ValueError(f"{M} x {N} needs {clusters} clusters of {tile[0]} x {tile[1]} tiles in grid.z, more than "
@@ -265,7 +268,11 @@ def check_grid(M: int, N: int, persistent: bool, cluster=(1, 1), tile=TILE_MNK) 
 def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1), realloc: bool = True, order: str = "grouped"):
     """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
     from .gemm import operands, run_cached
+    check_operands(a, b, c)                       # every CPU-side rule before the GPU is asked anything
     check_grid(a.shape[0], b.shape[0], persistent, cluster)
+    rules.flag("realloc", realloc)
+    if order not in ORDERS:
+        raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     sms = sm_count()
     key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms, realloc, order)
     run_cached(key, lambda: WsGemm(persistent, cluster, sms, realloc, order), operands(a, b, c))

@@ -70,11 +70,12 @@ def make(name: str, sms: int | None = None):
 
 def run(a, b, c, name: str):
     """c = a @ b.T with rung ``name`` on torch CUDA tensors (a: M x K, b: N x K). Returns c."""
-    from .gemm import operands, run_cached
+    from .gemm import check_operands, operands, run_cached
     from .gemm_ws import check_grid, sm_count
     family, kw = _step(name)
     if family == "ws":
         check_grid(a.shape[0], b.shape[0], kw.get("persistent", True), kw.get("cluster", (1, 1)))
+    check_operands(a, b, c)                       # on the CPU, before the GPU is asked anything
     sms = sm_count()
     key = ("ladder", name, str(a.dtype), tuple(a.shape), tuple(b.shape), sms)
     run_cached(key, lambda: make(name, sms), operands(a, b, c))

@@ -7,10 +7,14 @@
   without multicast each CTA loads all of it, with multicast each loads 1/R and the copy engine
   delivers it to every CTA of the cluster (the pattern of A and B in a clustered GEMM).
 * :func:`ptx_of` compiles any of them for sm_90a with fake tensors (any machine);
-  :func:`run_tile_copy` / :func:`run_broadcast` launch them on torch tensors (Hopper only).
+  :func:`run_tile_copy` / :func:`run_broadcast` launch them on torch tensors (Hopper only), after
+  checking them on the CPU with the TMA rules of the validator and the NumPy model
+  (:mod:`.inputs`, :mod:`utils.tma.rules`): the same bad input gives the same error on a laptop.
 """
 from __future__ import annotations
 
+from ..tma import rules
+from . import inputs
 from .compat import cpasync, cute, cutlass, SmemAllocator
 
 TILE = (128, 64)          # rows x columns of one tile (128 x 64 fp16 = 16 KiB)
@@ -134,13 +138,20 @@ def ptx_of(name: str, shape=(1024, 512), dtype="float16", **options) -> str:
 
 
 def _check_2d(t, what, rows_multiple=1):
-    if t.dim() != 2 or not t.is_contiguous():
-        raise ValueError(f"{what} must be a contiguous 2-D tensor, got shape {tuple(t.shape)}")
-    if (t.shape[1] * t.element_size()) % 16:
-        raise ValueError(f"{what}: a TMA row must be a multiple of 16 bytes; {t.shape[1]} columns "
-                         f"of {t.element_size()} B is {t.shape[1] * t.element_size()} B")
+    """A contiguous 2-D TMA tensor (:func:`.inputs.tma_tensor`) with a multiple of ``rows_multiple`` rows."""
+    inputs.tma_tensor(what, t, rank=2)
     if t.shape[0] % rows_multiple:
         raise ValueError(f"{what}: rows must be a multiple of {rows_multiple}, got {t.shape[0]}")
+
+
+def _check_pair(src, dst, reduce=False, rows_multiple=1):
+    """src and dst are TMA tensors of one dtype; a reduce-add also needs a dtype .add takes."""
+    _check_2d(src, "src", rows_multiple), _check_2d(dst, "dst", rows_multiple)
+    if src.dtype != dst.dtype:
+        raise ValueError(f"src and dst differ in dtype: {src.dtype} vs {dst.dtype} (TMA copies bytes, "
+                         "it does not convert)")
+    if reduce:
+        rules.reduce_add_dtype(rules.dtype_name(dst.dtype))
 
 
 _COMPILED: dict = {}
@@ -154,9 +165,11 @@ def _compiled(fn, key, *args):
 
 
 def run_tile_copy(src, dst, reduce: bool = False, row_order: bool = False):
-    """Launch :func:`tile_copy` on torch CUDA tensors (any size with 16-byte rows); returns dst."""
+    """Launch :func:`tile_copy` on torch CUDA tensors (any size with 16-byte rows); returns dst.
+    With ``reduce`` dst += src: a dtype the TMA reduce-add takes (:func:`utils.tma.rules.reduce_add_dtype`)."""
     from .compat import to_cute
-    _check_2d(src, "src"), _check_2d(dst, "dst")
+    reduce, row_order = rules.flag("reduce", reduce), rules.flag("row_order", row_order)
+    _check_pair(src, dst, reduce)
     if src.shape != dst.shape or src.dtype != dst.dtype:
         raise ValueError(f"src and dst differ: {tuple(src.shape)} {src.dtype} vs {tuple(dst.shape)} {dst.dtype}")
     a, b = to_cute(src, dynamic=False), to_cute(dst, dynamic=False)
@@ -168,9 +181,8 @@ def run_tile_copy(src, dst, reduce: bool = False, row_order: bool = False):
 def run_broadcast(src, dst, R: int = 2, multicast: bool = True):
     """Launch :func:`broadcast` (dst = R stacked copies of src); rows a multiple of 128."""
     from .compat import to_cute
-    if R not in (1, 2, 4):
-        raise ValueError(f"cluster size R must be 1, 2 or 4, got {R}")
-    _check_2d(src, "src", TILE[0]), _check_2d(dst, "dst", TILE[0])
+    R, multicast = rules.cluster_size(R), rules.flag("multicast", multicast)
+    _check_pair(src, dst, rows_multiple=TILE[0])
     if tuple(dst.shape) != (R * src.shape[0], src.shape[1]):
         raise ValueError(f"dst must be ({R} x {src.shape[0]}, {src.shape[1]}), got {tuple(dst.shape)}")
     a, b = to_cute(src, dynamic=False), to_cute(dst, dynamic=False)
@@ -180,7 +192,13 @@ def run_broadcast(src, dst, R: int = 2, multicast: bool = True):
 
 def l2_bytes_read(shape, itemsize: int, R: int, multicast: bool) -> int:
     """Bytes the CTAs of one :func:`broadcast` launch request from L2/HBM: every CTA asks for
-    the whole tile without multicast, for 1/R of it with multicast."""
+    the whole tile without multicast, for 1/R of it with multicast. The arguments follow the
+    rules :func:`run_broadcast` applies (a 2-D shape with every extent >= 1, a TMA element size,
+    a cluster size of 1, 2 or 4, ``multicast`` True or False)."""
+    shape = rules.global_shape("shape", shape)
+    rules.count("shape", shape, 2, 2)
+    itemsize, R = rules.elem_size(itemsize, "itemsize"), rules.cluster_size(R)
+    multicast = rules.flag("multicast", multicast)
     tiles = -(-shape[0] // TILE[0]) * -(-shape[1] // TILE[1])
     tile_bytes = TILE[0] * TILE[1] * itemsize
     return tiles * R * (tile_bytes // R if multicast else tile_bytes)

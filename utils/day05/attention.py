@@ -12,11 +12,10 @@ from typing import NamedTuple
 
 import numpy as np
 
+from ..core.args import choice, positive
 
-def _pos_int(name: str, v) -> int:
-    if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-        raise ValueError(f"{name} must be a positive int, got {v!r}")
-    return int(v)
+
+_pos_int = positive          # sizes and counts: utils.core.args.positive (wrong kind: TypeError)
 
 
 def _qkv(q, k, v) -> tuple:
@@ -101,9 +100,8 @@ def kv_stage_bytes(block_n: int, D: int, itemsize: int) -> int:
     """Bytes one pipeline stage receives: a K tile and a V tile of ``block_n x D`` elements
     each, the ``expect_tx`` count of the stage's mbarrier."""
     block_n, D = _pos_int("block_n", block_n), _pos_int("D", D)
-    if isinstance(itemsize, bool) or itemsize not in (1, 2, 4):
-        raise ValueError(f"itemsize must be 1, 2 or 4 bytes (fp8, fp16/bf16, fp32), got {itemsize!r}")
-    return 2 * block_n * D * int(itemsize)
+    itemsize = choice("itemsize", itemsize, (1, 2, 4), " (bytes: fp8, fp16/bf16, fp32)")
+    return 2 * block_n * D * itemsize
 
 
 class CausalTiles(NamedTuple):

@@ -27,7 +27,9 @@ lines reach DRAM inside the next call.
 from __future__ import annotations
 
 from ..core import bench
+from ..core.args import positive
 from ..core.ncu import DRAM_PCT
+from ..tma.rules import elem_size
 
 STEM = "05_gemm_ladder_copy"   # its own results file, next to 05_gemm_ladder.json
 MEMCPY = "torch copy (memcpy)"
@@ -98,6 +100,7 @@ KERNELS = {"2d": "tma_copy_pipelined", "bulk": "bulk_copy_pipelined", "serial": 
 
 def buffer_bytes(cfg: dict, itemsize: int = 2) -> int:
     """Bytes of one shared-memory buffer: a chunk, or a box of ``itemsize``-byte elements."""
+    elem_size(itemsize, "itemsize")
     return cfg["chunk_bytes"] if "chunk_bytes" in cfg else cfg["box_shape"][0] * cfg["box_shape"][1] * itemsize
 
 
@@ -105,9 +108,8 @@ def in_flight_per_sm(cfg: dict, itemsize: int = 2, resident: int | None = None) 
     """Bytes a configuration keeps in flight per SM: stages x buffer x CTAs per SM for the loops;
     buffer x ``resident`` (CTAs an SM holds at once, measured on the GPU) for one-per-CTA copies."""
     if cfg["kind"] in ONE_PER_CTA:
-        if not (isinstance(resident, int) and resident > 0):
-            raise ValueError(f"a one-per-CTA copy keeps `resident` buffers per SM: pass the CTAs an SM "
-                             f"holds (a positive int), got {resident!r}")
+        positive("resident", resident, " (a one-per-CTA copy keeps `resident` buffers per SM: pass the CTAs "
+                 "an SM holds)")
         return buffer_bytes(cfg, itemsize) * resident
     return cfg.get("stages", 1) * buffer_bytes(cfg, itemsize) * cfg["ctas_per_sm"]
 

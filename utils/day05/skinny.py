@@ -18,6 +18,7 @@ import math
 import numpy as np
 
 from ..core import results
+from ..core.args import positive
 from ..tma.splitk_model import reduce_partials
 
 HBM_STEM, HBM_ROW = "01_hierarchy_bandwidth", "torch copy (memcpy)"
@@ -26,9 +27,10 @@ OUT_U = {"float32": 0.0, "float16": 2.0 ** -11, "bfloat16": 2.0 ** -8}
 
 
 def _pos(**kw) -> None:
+    """Sizes and counts: positive ints (:func:`utils.core.args.positive`: the wrong kind is a
+    TypeError, zero or below a ValueError)."""
     for name, v in kw.items():
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)) or v < 1:
-            raise ValueError(f"{name} must be a positive int, got {v!r}")
+        positive(name, v)
 
 
 def bytes_moved(M, N, K, itemsize, c_itemsize=None) -> int:

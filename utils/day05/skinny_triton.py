@@ -85,8 +85,11 @@ def _check_out(out, M, N, reduce):
     import torch
     if tuple(out.shape) != (M, N) or not out.is_contiguous():
         raise ValueError(f"out must be a contiguous {M}x{N} tensor, got {tuple(out.shape)}")
-    if reduce and out.dtype not in (torch.float32, torch.float16, torch.bfloat16):
-        raise ValueError(f"a reduce-add store supports fp32, fp16 and bf16 C here, got {out.dtype}")
+    if reduce:
+        from ..tma import rules
+        rules.reduce_add_dtype(rules.dtype_name(out.dtype))    # the instruction's rule (every door's)
+        if out.dtype not in (torch.float32, torch.float16, torch.bfloat16):
+            raise ValueError(f"a reduce-add store supports fp32, fp16 and bf16 C here, got {out.dtype}")
 
 
 def skinny(a, b, *, splits=1, BM=64, BN=128, BK=128, num_warps=4, num_stages=4, out=None):

@@ -43,12 +43,7 @@ class ArrayInfo(NamedTuple):
 
 
 
-def _dtype_name(dtype) -> str:
-    """'float16' for "float16", np.float16, np.dtype("float16") or torch.float16."""
-    if isinstance(dtype, str):
-        return dtype
-    return str(dtype)[len("torch."):] if str(dtype).startswith("torch.") else np.dtype(dtype).name
-
+_dtype_name = rules.dtype_name        # kept for older imports
 
 
 @dataclass(frozen=True)
@@ -69,8 +64,10 @@ class TensorMapSpec:
 
     def __post_init__(self):
         rules.dtype(self.dtype)
-        for name in ("rank", "global_address", "elem_size"):
-            rules.ints(name, [getattr(self, name)])
+        object.__setattr__(self, "rank", rules.integer("rank", self.rank))
+        object.__setattr__(self, "elem_size", rules.integer("elem_size", self.elem_size))
+        # kind and 0..2**64-1 here, as a Python int; alignment with the other rules in _validate
+        object.__setattr__(self, "global_address", rules.address("global address", self.global_address))
         for name in ("global_dims", "global_strides_bytes", "box_dims", "element_strides"):
             object.__setattr__(self, name, rules.ints(name, getattr(self, name)))
         if self.elem_size == 0:

@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import runtime
+from . import rules, runtime
 
 CLUSTERS = (1, 2, 4)
 MODES = {"each loads": 0, "multicast": 1, "cluster release": 2,     # the kernel's `mode` argument
@@ -34,34 +34,50 @@ CTAS_PER_SM = 12             # the default grid: a multiple of every cluster siz
 STATIC_SMEM = runtime.STATIC_SMEM   # the kernel's own mbarriers (full[8], empty[8]), next to the buffers
 
 
-def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int, per_cta: int,
-               ctas: int, lines: int | None = None) -> None:
-    """Raise ``ValueError`` naming the rule a feed launch would break."""
-    if isinstance(R, bool) or R not in CLUSTERS:
-        raise ValueError(f"cluster size R must be one of {CLUSTERS}, got {R!r}")
+def _cluster_mode(R, mode=None) -> None:
+    """The cluster size (:func:`.rules.cluster_size`) and, if given, a mode it can run."""
+    rules.cluster_size(R)
+    if mode is None:
+        return
     if mode not in MODES:
         raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
     if mode != "each loads" and R == 1:
         raise ValueError(f"mode {mode!r} needs a cluster of 2 or 4 CTAs: with R = 1 there is no peer to share with")
-    if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % LINE == 0):
-        raise ValueError(f"chunk_bytes must be a positive multiple of {LINE} B (one 16-byte read per consumer "
-                         f"thread), got {chunk_bytes!r}")
-    if not (isinstance(stages, int) and not isinstance(stages, bool) and 1 <= stages <= 8):
-        raise ValueError(f"stages must be an int in 1..8, got {stages!r}")
+
+
+def _chunk(chunk_bytes) -> int:
+    return rules.multiple("chunk_bytes", chunk_bytes, LINE, of_text=f"{LINE} B",
+                          why=" (one 16-byte read per consumer thread)")
+
+
+def _counts(chunk_bytes, per_cta, ctas, R=1) -> None:
+    """The sizes every feed function takes, one rule each (zero is refused: nothing to feed)."""
+    _chunk(chunk_bytes)
+    rules.positive("per_cta (chunks each CTA receives)", per_cta)
+    rules.multiple("ctas", ctas, R, of_text=f"the cluster size {R}")
+
+
+def _lines(lines, chunk_bytes) -> None:
+    if lines is not None:
+        rules.in_range(f"lines (the {LINE} B lines of each chunk the consumers read)", lines, 1,
+                       chunk_bytes // LINE, f" for {chunk_bytes} B chunks")
+
+
+def check_args(src_nbytes: int, R: int, mode: str, chunk_bytes: int, stages: int, per_cta: int,
+               ctas: int, lines: int | None = None) -> None:
+    """Raise ``ValueError`` naming the rule a feed launch would break (``TypeError`` for an
+    argument of the wrong kind: None, a bool or a float where an int belongs)."""
+    _cluster_mode(R, mode)
+    _chunk(chunk_bytes)
+    rules.in_range("stages", stages, 1, 8)
     need = stages * chunk_bytes + runtime.ALIGN_SLACK + STATIC_SMEM
     if need > runtime.MAX_SMEM:
         raise ValueError(f"{stages} stages of {chunk_bytes} B need {need} B of shared memory (with the "
                          f"alignment slack and the barriers); a block may use {runtime.MAX_SMEM} B")
-    if src_nbytes <= 0 or src_nbytes % chunk_bytes:
-        raise ValueError(f"the source is {src_nbytes} B: it must be a positive multiple of chunk_bytes ({chunk_bytes})")
-    if not (isinstance(per_cta, int) and per_cta > 0):
-        raise ValueError(f"per_cta (chunks each CTA receives) must be a positive int, got {per_cta!r}")
-    if not (isinstance(ctas, int) and ctas > 0 and ctas % R == 0):
-        raise ValueError(f"ctas must be a positive multiple of the cluster size {R}, got {ctas!r}")
-    if lines is not None and not (isinstance(lines, int) and not isinstance(lines, bool)
-                                  and 1 <= lines <= chunk_bytes // LINE):
-        raise ValueError(f"lines (the {LINE} B lines of each chunk the consumers read) must be an int in "
-                         f"1..{chunk_bytes // LINE} for {chunk_bytes} B chunks, got {lines!r}")
+    rules.multiple("the source's size (src.nbytes)", src_nbytes, chunk_bytes,
+                   of_text=f"chunk_bytes ({chunk_bytes})")
+    _counts(chunk_bytes, per_cta, ctas, R)
+    _lines(lines, chunk_bytes)
 
 
 def feed_launcher(src, R: int = 2, mode: str = "multicast", chunk_bytes: int = 16384, stages: int = 4,
@@ -93,6 +109,9 @@ def feed_reference(src, R: int, chunk_bytes: int, per_cta: int, ctas: int, lines
     """What ``out`` must hold (float64, ctas x 128): consumer thread ``t`` of a CTA in cluster
     ``c`` sums, over chunks ``(c * per_cta + i) mod n_chunks``, the 16-byte pieces ``t, t + 128, ...``
     of the first ``lines`` lines (default: all) of each chunk."""
+    _cluster_mode(R)
+    _counts(chunk_bytes, per_cta, ctas, R)
+    _lines(lines, chunk_bytes)
     import cupy as cp
     n_chunks = src.nbytes // chunk_bytes
     lines = chunk_bytes // LINE if lines is None else lines
@@ -104,13 +123,14 @@ def feed_reference(src, R: int, chunk_bytes: int, per_cta: int, ctas: int, lines
 
 def delivered_bytes(chunk_bytes: int, per_cta: int, ctas: int) -> int:
     """Bytes landing in shared memory in one launch (the same with and without multicast)."""
+    _counts(chunk_bytes, per_cta, ctas)
     return ctas * per_cta * chunk_bytes
 
 
 def l2_bytes(R: int, mode: str, chunk_bytes: int, per_cta: int, ctas: int) -> int:
     """Bytes the CTAs request from L2: each chunk once per CTA, or once per cluster with multicast."""
-    if mode not in MODES:
-        raise ValueError(f"mode must be one of {list(MODES)}, got {mode!r}")
+    _cluster_mode(R, mode)
+    _counts(chunk_bytes, per_cta, ctas, R)
     return delivered_bytes(chunk_bytes, per_cta, ctas) // (R if mode == "multicast" else 1)
 
 

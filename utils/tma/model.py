@@ -111,9 +111,12 @@ def smem_image(tile, swizzle_mode: str = "none") -> np.ndarray:
 
 
 def smem_positions(tile_shape, elem_size: int, swizzle_mode: str = "none") -> np.ndarray:
-    """The smem byte offset of every byte of a tile (in the tile's C order): where TMA writes."""
-    rules.inner_box(tile_shape[-1], elem_size)
-    rules.swizzle_inner(tile_shape[-1] * elem_size, swizzle_mode)
+    """The smem byte offset of every byte of a tile (in the tile's C order): where TMA writes.
+    The tile follows the box rules (rank 1..5, every extent 1..256, 16-B inner rows, swizzle span)."""
+    elem_size = rules.elem_size(elem_size)
+    tile_shape = rules.ints("tile_shape", tile_shape)
+    rules.rank(len(tile_shape))
+    rules.box(tile_shape, elem_size, swizzle=swizzle_mode, name="tile_shape")
     first = smem_offsets(tile_shape, elem_size, swizzle_mode).reshape(-1, 1)
     return (first + np.arange(elem_size)[None, :]).reshape(-1)
 
@@ -128,10 +131,12 @@ def smem_bytes(global_array, box, coords, *, element_strides=None, oob_fill=None
     return smem_image(_load(global_array, box, coords, element_strides, oob_fill, swizzle), swizzle)
 
 
-def _store(global_array, tile, coords, combine):
-    """Check in store_box's order (tensor, box = tile shape, dtype, distinct elements, store
-    coordinates); then combine."""
+def _store(global_array, tile, coords, combine, reduce=False):
+    """Check in store_box's order (tensor, reduce-add dtype, box = tile shape, dtype, distinct
+    elements, store coordinates); then combine."""
     a, dims, strides = _global(global_array)
+    if reduce:
+        rules.reduce_add_dtype(a.dtype.name)
     tile = np.asarray(tile)
     rules.box(tile.shape, a.itemsize, rank_=a.ndim)
     rules.same_dtype(tile.dtype.name, a.dtype.name)
@@ -154,10 +159,11 @@ def tma_store(global_array, tile, coords):
 
 def tma_reduce_add(global_array, tile, coords):
     """Like :func:`tma_store` but adds (``cp.reduce.async.bulk.tensor ... .add``); OOB skipped.
+    Only the element types the instruction adds are accepted (:data:`.rules.REDUCE_ADD_DTYPES`).
 
     Returns ``(new_array, elements_updated)``.
     """
-    return _store(global_array, tile, coords, lambda old, new: old + new)
+    return _store(global_array, tile, coords, lambda old, new: old + new, reduce=True)
 
 
 class Traffic(NamedTuple):
@@ -172,12 +178,9 @@ class Traffic(NamedTuple):
 def tma_traffic(global_shape, box_shape, coords, elem_size: int, *, element_strides=None) -> Traffic:
     """Count what a TMA box at ``coords`` moves: in-bounds vs OOB elements and the bytes on each side.
     The shape, box and coordinates must pass the same rules as a real load."""
-    shape = rules.ints("global_shape", global_shape)
+    shape = rules.global_shape("global_shape", global_shape)
     rank = len(shape)
-    rules.rank(rank)
-    for axis, n in enumerate(shape):
-        rules.global_dim(n, rank, rank - 1 - axis)
-    rules.require(elem_size in (1, 2, 4, 8), f"elem_size {elem_size!r} is not a TMA element size (1, 2, 4 or 8 B)")
+    elem_size = rules.elem_size(elem_size)
     box, es = rules.box(box_shape, elem_size, element_strides=element_strides, rank_=rank)
     coords = rules.coords(coords, rank, elem_size)
     _, mask = _positions(shape, box, coords, es)

@@ -17,13 +17,22 @@ Sources:
     driver accepts stride 0 and overlapping or permuted strides, and loads read
     base + sum(coord x stride), so only stores refuse such tensors (:func:`distinct_elements`);
     strides of 8, 24 and 280 B, not multiples of 16, return CUDA_ERROR_INVALID_VALUE.
+  * the PTX ISA (9.0), section 9.7.9.25.5.3 "cp.reduce.async.bulk.tensor", the table "valid
+    combinations of .redOp and element type": ``.add`` takes .u32, .s32, .u64, .f32, .f16 and
+    .bf16 elements, the element type being the tensor map's (:func:`reduce_add_dtype`).
 Dimensions are named both ways, "dim d = array axis a": the driver counts innermost first,
 arrays outermost first.
+
+Scalar arguments (sizes, counts, addresses, flags) follow :mod:`utils.core.args`, re-exported
+here (``rules.positive``, ``rules.in_range``...): the wrong kind (None, a bool, a float) is a
+``TypeError`` naming the argument, a value outside the rule a ``ValueError``.
 """
 from __future__ import annotations
 
 import numpy as np
 
+from ..core.args import address, choice, flag, in_range, integer, multiple, positive  # noqa: F401  (re-exported)
+from ..core.checks import is_int
 from .swizzle import SWIZZLE_MODES, swizzle_span
 
 # numpy-style dtype name -> (driver CUtensorMapDataType suffix, element size in bytes)
@@ -32,6 +41,12 @@ DTYPES = {"uint8": ("UINT8", 1), "uint16": ("UINT16", 2), "uint32": ("UINT32", 4
           "float16": ("FLOAT16", 2), "float32": ("FLOAT32", 4), "float64": ("FLOAT64", 8),
           "bfloat16": ("BFLOAT16", 2)}
 FLOAT_DTYPES = ("float16", "float32", "float64", "bfloat16")
+ELEM_SIZES = (1, 2, 4, 8)                      # bytes per element of the TMA tile types
+# Element types cp.reduce.async.bulk.tensor .add accepts (PTX ISA 9.0, section 9.7.9.25.5.3,
+# table "valid combinations of .redOp and element type": .add -> .u32 .s32 .u64 .f32 .f16
+# .bf16). Not int64 (.s64 only has .min/.max), not float64, not 8-bit types.
+REDUCE_ADD_DTYPES = ("uint32", "int32", "uint64", "float32", "float16", "bfloat16")
+CLUSTER_SIZES = (1, 2, 4)                      # CTAs per cluster the course's multicast kernels are built for
 OOB_FILLS = ("zero", "nan")
 
 
@@ -53,7 +68,7 @@ def ints(name, values) -> tuple:
     if isinstance(values, (str, bytes)) or not hasattr(values, "__len__"):
         raise TypeError(f"{name} must be a tuple of ints, got {values!r}")
     for v in values:
-        if isinstance(v, (bool, np.bool_)) or not isinstance(v, (int, np.integer)):
+        if not is_int(v):
             raise TypeError(f"{name} must hold ints, got {v!r} ({type(v).__name__}) in {tuple(values)!r}")
     return tuple(int(v) for v in values)
 
@@ -75,6 +90,21 @@ def rank(r: int) -> None:
     require(1 <= r <= 5, f"rank {r} is outside 1..5: TMA tensors have 1 to 5 dimensions")
 
 
+def dtype_name(dtype) -> str:
+    """'float16' for "float16", np.float16, np.dtype("float16") or torch.float16 (what the
+    dtype rules below take). ``None`` is refused: NumPy would read it as float64."""
+    if dtype is None:
+        raise TypeError("dtype must be a dtype name, NumPy dtype or torch dtype, got None")
+    if isinstance(dtype, str):
+        return dtype
+    if str(dtype).startswith("torch."):
+        return str(dtype)[len("torch."):]
+    try:
+        return np.dtype(dtype).name
+    except TypeError:
+        raise TypeError(f"dtype must be a dtype name, NumPy dtype or torch dtype, got {dtype!r}") from None
+
+
 def dtype(name) -> int:
     """The element size of a supported TMA tile type (complex, bool, object, int8... refused)."""
     require(isinstance(name, str) and name in DTYPES, f"dtype {name!r} is not a TMA tile type; supported: "
@@ -82,9 +112,39 @@ def dtype(name) -> int:
     return DTYPES[name][1]
 
 
-def global_address(address: int) -> None:
-    require(address >= 0 and address % 16 == 0, f"global address {address:#x} is not 16-B aligned "
-            f"(address % 16 = {address % 16})")
+def reduce_add_dtype(name) -> None:
+    """A TMA reduce-add (``cp.reduce.async.bulk.tensor ... .add``) adds only :data:`REDUCE_ADD_DTYPES`.
+    The one rule for the NumPy model, the split-K model and every reduce-add launcher."""
+    require(name in REDUCE_ADD_DTYPES, f"dtype {name} cannot be reduce-added by TMA: "
+            f"cp.reduce.async.bulk.tensor .add takes {', '.join(REDUCE_ADD_DTYPES)} "
+            "(accumulate in float32, e.g. split-K partials)")
+
+
+def elem_size(size, name: str = "elem_size") -> int:
+    """Bytes per element of a TMA tile type: 1, 2, 4 or 8."""
+    return choice(name, size, ELEM_SIZES, " (bytes per element of a TMA tile type)")
+
+
+def cluster_size(R) -> int:
+    """CTAs in a 1-D cluster sharing tiles through multicast: one of :data:`CLUSTER_SIZES`."""
+    return choice("cluster size R", R, CLUSTER_SIZES)
+
+
+def global_address(value, name: str = "global address") -> int:
+    """A byte address in 0..2**64-1 (None is a TypeError, negative and too large are named as
+    such), 16-B aligned (cuTensorMapEncodeTiled; cp.async.bulk needs the same)."""
+    value = address(name, value)
+    require(value % 16 == 0, f"{name} {value:#x} is not 16-B aligned (address % 16 = {value % 16})")
+    return value
+
+
+def global_shape(name, shape) -> tuple:
+    """A global shape (array order): 1 to 5 ints, each in 1..2**32 (a zero extent is refused)."""
+    shape = ints(name, shape)
+    rank(len(shape))
+    for axis, n in enumerate(shape):
+        global_dim(n, len(shape), len(shape) - 1 - axis)
+    return shape
 
 
 def global_dim(n: int, rank_: int, dim: int) -> None:
@@ -223,8 +283,7 @@ def coords(values, rank_: int, elem_size: int, *, store: bool = False) -> tuple:
     """Box start coordinates, array order: int32 each, the innermost at a 16-byte boundary,
     and for a store none below 0. Returns them as ints (array order)."""
     values = tuple(values) if hasattr(values, "__len__") and not isinstance(values, (str, bytes)) else values
-    if not isinstance(values, tuple) or len(values) != rank_ or not all(
-            isinstance(c, (int, np.integer)) and not isinstance(c, (bool, np.bool_)) for c in values):
+    if not isinstance(values, tuple) or len(values) != rank_ or not all(is_int(c) for c in values):
         raise TypeError(f"coords must be {rank_} ints (array order), got {values!r}")
     values = tuple(int(c) for c in values)
     for axis, c in enumerate(values):

@@ -1,8 +1,10 @@
 """Run the TMA teaching kernels (``tma_kernels.cu``) from Python with CuPy, on a Hopper GPU.
 
-Every launcher validates its inputs first, passes the descriptor by value, and turns a timed-out
-mbarrier wait into a ``RuntimeError`` that says what was expected. On machines without a GPU,
-:func:`ptx` still compiles the same source for sm_90a with NVRTC.
+Every launcher validates its inputs first, with the rules of :mod:`.rules` (the validator's and
+the NumPy model's: the same bad input gets the same error, before any GPU work), passes the
+descriptor by value, and turns a timed-out mbarrier wait into a ``RuntimeError`` that says what
+was expected. On machines without a GPU, :func:`ptx` still compiles the same source for sm_90a
+with NVRTC.
 """
 from __future__ import annotations
 
@@ -12,7 +14,7 @@ import pathlib
 import numpy as np
 
 from . import rules
-from .descriptor import make_spec
+from .descriptor import TensorMapSpec, make_spec
 from .encode import encode
 
 SOURCE = pathlib.Path(__file__).with_name("tma_kernels.cu").read_text()
@@ -39,6 +41,8 @@ ALIGN_SLACK = 1024            # kernels align their shared-memory base to 1024 B
 def kernel(name: str, smem_bytes: int = 0):
     """A compiled kernel, with its dynamic shared-memory limit raised to ``smem_bytes``
     (which must include :data:`ALIGN_SLACK`)."""
+    smem_bytes = rules.integer("smem_bytes", smem_bytes, "an int (bytes of dynamic shared memory)")
+    rules.require(smem_bytes >= 0, f"smem_bytes {smem_bytes} is negative: it counts bytes of shared memory")
     if smem_bytes + STATIC_SMEM > MAX_SMEM:
         raise ValueError(f"{smem_bytes} B of shared memory, plus up to {STATIC_SMEM} B of the kernel's own "
                          f"mbarriers, exceeds the {MAX_SMEM} B a block may use")
@@ -58,7 +62,9 @@ def check_coords(spec, coords, *, store: bool = False) -> tuple:
     not overlap. The coordinate rules were measured on H200: breaking them stops the kernel with
     "illegal instruction", which poisons the whole CUDA context, so they are refused here first.
     """
-    if store:
+    if not isinstance(spec, TensorMapSpec):
+        raise TypeError(f"spec must be a TensorMapSpec (make_spec), got {type(spec).__name__}")
+    if rules.flag("store", store):
         rules.distinct_elements(spec.global_dims, spec.global_strides_bytes, spec.elem_size)
     return rules.coords(coords, spec.rank, spec.elem_size, store=store)[::-1]
 
@@ -91,15 +97,18 @@ def load_dump(array, box_shape, coords, *, expect_bytes=None, **spec_kwargs) -> 
     """TMA-load one box of the CuPy ``array`` at ``coords`` (array order) and return the raw
     shared-memory bytes (``uint8``, poisoned with 0xAB where TMA wrote nothing).
 
-    ``expect_bytes`` (default: the box size) is what the kernel declares with expect_tx.
+    ``expect_bytes`` (default: the box size) is what the kernel declares with expect_tx: an int in
+    0..2**20-1, the range of an mbarrier's tx-count.
     """
-    import cupy as cp
     spec = make_spec(array, box_shape, **spec_kwargs)
-    expect = spec.box_bytes if expect_bytes is None else int(expect_bytes)
+    expect = spec.box_bytes if expect_bytes is None else rules.in_range(
+        "expect_bytes", expect_bytes, 0, 2**20 - 1, " (an mbarrier's tx-count)")
+    coords = check_coords(spec, coords)
+    import cupy as cp
     n = smem_image_bytes(spec)
     out, status = cp.empty(n, dtype=cp.uint8), _status()
     k = kernel("tma_load_dump", n + ALIGN_SLACK)
-    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(check_coords(spec, coords)),
+    k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(coords),
                      np.uint32(expect), np.uint32(n), out, status, np.uint64(TIMEOUT_NS)),
       shared_mem=n + ALIGN_SLACK)
     _raise_on_timeout(status, f"expect_tx declared {expect} B but the box delivers "
@@ -112,13 +121,17 @@ def store_box(array, tile, coords, *, reduce: bool = False, proxy_fence: bool = 
     """TMA-store (or with ``reduce``, add) the NumPy/CuPy ``tile`` into ``array`` at ``coords``.
 
     The tile's shape must be the box shape; its bytes are staged in shared memory by threads.
+    A reduce-add takes only the element types the instruction adds (:func:`.rules.reduce_add_dtype`).
     """
-    import cupy as cp
-    tile = cp.ascontiguousarray(cp.asarray(tile, dtype=array.dtype))
-    spec = make_spec(array, tile.shape, **spec_kwargs)
+    spec = make_spec(array, np.shape(tile), **spec_kwargs)
+    if rules.flag("reduce", reduce):
+        rules.reduce_add_dtype(spec.dtype)
+    rules.flag("proxy_fence", proxy_fence)
     if spec.swizzle != "none":
         raise ValueError("store_box stages the tile densely: use swizzle='none'")
     coords = check_coords(spec, coords, store=True)
+    import cupy as cp
+    tile = cp.ascontiguousarray(cp.asarray(tile, dtype=array.dtype))
     nbytes = tile.nbytes
     k = kernel("tma_store_box", nbytes + ALIGN_SLACK)
     k((1,), (128,), (encode(spec), np.int32(spec.rank), coords_arg(coords),
@@ -130,15 +143,13 @@ def store_box(array, tile, coords, *, reduce: bool = False, proxy_fence: bool = 
 def _check_stages(stages):
     """The pipelined copies refill a buffer only after the NEXT tile's store is issued, so one
     buffer would wait forever for its second tile: they need 2..8 (8 mbarriers)."""
-    if not isinstance(stages, int) or isinstance(stages, bool) or not 2 <= stages <= 8:
-        raise ValueError(f"stages must be an int in 2..8 (a buffer is refilled while the next one is "
-                         f"stored, so one buffer cannot pipeline; 8 mbarriers), got {stages!r}")
+    rules.in_range("stages", stages, 2, 8, " (a buffer is refilled while the next one is stored, so one "
+                   "buffer cannot pipeline; 8 mbarriers)")
 
 
 def _check_ctas_per_sm(ctas_per_sm):
     """The grid is ``SMs x ctas_per_sm`` CTAs: 1..32 (32 is the most CTAs an SM can hold)."""
-    if not isinstance(ctas_per_sm, int) or isinstance(ctas_per_sm, bool) or not 1 <= ctas_per_sm <= 32:
-        raise ValueError(f"ctas_per_sm must be an int in 1..32, got {ctas_per_sm!r}")
+    rules.in_range("ctas_per_sm", ctas_per_sm, 1, 32)
 
 
 def copy_pipelined(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: int = 2,
@@ -147,6 +158,7 @@ def copy_pipelined(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_sm: 
 
     With ``check`` the call synchronises and raises if a wait timed out.
     """
+    rules.flag("check", check)
     launch, status = pipelined_launcher(src, dst, box_shape, stages, ctas_per_sm, **spec_kwargs)
     launch()
     if check:
@@ -158,7 +170,6 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
                        **spec_kwargs):
     """Encode the two descriptors ONCE and return ``(launch, status)``: ``launch()`` enqueues the
     pipelined copy with no host work but the launch itself (what a benchmark should time)."""
-    import cupy as cp
     if src.shape != dst.shape or src.dtype != dst.dtype or src.ndim != 2:
         raise ValueError(f"src and dst must be 2-D with equal shape and dtype, got "
                          f"{src.shape}/{src.dtype} and {dst.shape}/{dst.dtype}")
@@ -166,6 +177,7 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
     _check_ctas_per_sm(ctas_per_sm)
     s_src, s_dst = make_spec(src, box_shape, **spec_kwargs), make_spec(dst, box_shape, **spec_kwargs)
     rules.distinct_elements(s_dst.global_dims, s_dst.global_strides_bytes, s_dst.elem_size)
+    import cupy as cp
     by, bx = box_shape
     tiles_x, tiles_y = -(-src.shape[1] // bx), -(-src.shape[0] // by)
     smem = stages * s_src.box_bytes + ALIGN_SLACK
@@ -180,9 +192,9 @@ def pipelined_launcher(src, dst, box_shape=(32, 256), stages: int = 4, ctas_per_
 
 
 def check_aligned(name: str, a) -> None:
-    """A bulk copy's global address must be a multiple of 16 B."""
-    if a.data.ptr % 16:
-        raise ValueError(f"{name} starts at address {a.data.ptr:#x}, not a multiple of 16 B")
+    """A bulk copy's global address must be a multiple of 16 B: the tensor map's address rule
+    (:func:`.rules.global_address`), named after the array."""
+    rules.global_address(a.data.ptr, f"{name} address")
 
 
 def _check_bulk(src, dst, chunk_bytes) -> None:
@@ -195,10 +207,9 @@ def _check_bulk(src, dst, chunk_bytes) -> None:
     if src.nbytes != dst.nbytes or src.dtype != dst.dtype:
         raise ValueError(f"src and dst must have the same dtype and size, got {src.dtype} {src.nbytes} B "
                          f"and {dst.dtype} {dst.nbytes} B")
-    if src.nbytes % 16 or src.nbytes == 0:
-        raise ValueError(f"the copy is {src.nbytes} B: cp.async.bulk sizes must be a positive multiple of 16 B")
-    if not (isinstance(chunk_bytes, int) and chunk_bytes > 0 and chunk_bytes % 16 == 0):
-        raise ValueError(f"chunk_bytes must be a positive multiple of 16, got {chunk_bytes!r}")
+    rules.multiple("the copy's size (src.nbytes)", src.nbytes, 16, of_text="16 B",
+                   why=" (cp.async.bulk moves whole 16-B units)")
+    rules.multiple("chunk_bytes", chunk_bytes, 16)
 
 
 def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_sm: int = 1,
@@ -209,12 +220,11 @@ def bulk_launcher(src, dst, chunk_bytes: int = 32768, stages: int = 4, ctas_per_
     ``b + grid``, ...), or with ``span=True`` one contiguous run of chunks per CTA. Checks the
     rules the instruction has: 16-byte aligned addresses, sizes that are multiples of 16 B, and
     the shared memory the buffers need."""
-    import cupy as cp
     _check_bulk(src, dst, chunk_bytes)
     _check_stages(stages)
     _check_ctas_per_sm(ctas_per_sm)
-    if not isinstance(span, bool):
-        raise ValueError(f"span must be True or False, got {span!r}")
+    rules.flag("span", span)
+    import cupy as cp
     smem = stages * chunk_bytes + ALIGN_SLACK
     k = kernel("bulk_copy_pipelined", smem)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -253,11 +263,10 @@ def serial_launcher(src, dst, chunk_bytes: int = 32768, ctas_per_sm: int = 6, dy
     ``ctas_per_sm`` CTAs per SM: chunks taken in a fixed round robin, or with ``dynamic=True`` the
     next untaken chunk from a global counter (which the kernel resets when it ends). Same rules as
     :func:`bulk_launcher`."""
-    import cupy as cp
     _check_bulk(src, dst, chunk_bytes)
     _check_ctas_per_sm(ctas_per_sm)
-    if not isinstance(dynamic, bool):
-        raise ValueError(f"dynamic must be True or False, got {dynamic!r}")
+    rules.flag("dynamic", dynamic)
+    import cupy as cp
     smem = chunk_bytes + ALIGN_SLACK
     k = kernel("bulk_copy_serial", smem)
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
@@ -270,6 +279,7 @@ def serial_launcher(src, dst, chunk_bytes: int = 32768, ctas_per_sm: int = 6, dy
 def resident_ctas(name: str, smem_bytes: int, threads: int = 32) -> int:
     """How many CTAs of kernel ``name`` (``threads`` each, ``smem_bytes`` of dynamic shared memory)
     one SM holds at once, from the CUDA occupancy calculator (needs a GPU)."""
+    rules.in_range("threads", threads, 1, 1024, " (threads per block)")
     import cupy as cp
     k = kernel(name, smem_bytes)
     return int(cp.cuda.driver.occupancyMaxActiveBlocksPerMultiprocessor(k.kernel.ptr, threads, smem_bytes))
@@ -295,6 +305,7 @@ def tiles_launcher(src, dst, box_shape=(64, 128), **spec_kwargs):
 
 def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs):
     """Copy a 2-D CuPy array with one TMA tile per CTA (load, wait, store); returns ``dst``."""
+    rules.flag("check", check)
     launch, status = tiles_launcher(src, dst, box_shape, **spec_kwargs)
     launch()
     if check:
@@ -304,9 +315,13 @@ def copy_tiles(src, dst, box_shape=(64, 128), check: bool = True, **spec_kwargs)
 
 def plain_copy(src, dst, threads: int = 256, blocks_per_sm: int = 8):
     """Thread-driven 16-byte-vector copy of a contiguous CuPy array; returns ``dst``."""
+    if src.nbytes != dst.nbytes:
+        raise ValueError(f"src and dst must have equal size, got {src.nbytes} B and {dst.nbytes} B")
+    rules.multiple("the copy's size (src.nbytes)", src.nbytes, 16, of_text="16 B",
+                   why=" (the copy moves 16-byte vectors)")
+    rules.in_range("threads", threads, 1, 1024, " (threads per block)")
+    rules.positive("blocks_per_sm", blocks_per_sm)
     import cupy as cp
-    if src.nbytes != dst.nbytes or src.nbytes % 16:
-        raise ValueError("src and dst must have equal size, a multiple of 16 bytes")
     sms = cp.cuda.Device().attributes["MultiProcessorCount"]
     kernel("plain_copy")((sms * blocks_per_sm,), (threads,), (src, dst, np.int64(src.nbytes // 16)))
     return dst
@@ -315,9 +330,11 @@ def plain_copy(src, dst, threads: int = 256, blocks_per_sm: int = 8):
 def column_read_cycles(swizzle: str, chunk: int = 3, reps: int = 256) -> float:
     """Cycles per warp-wide 16-byte column read of a 64 x 64 fp16 tile loaded by TMA with
     ``swizzle`` ("none" or "128B")."""
-    import cupy as cp
     if swizzle not in ("none", "128B"):
         raise ValueError(f"swizzle must be 'none' or '128B', got {swizzle!r}")
+    rules.in_range("chunk", chunk, 0, 7, " (the 16-B chunk of a 128-B row)")
+    rules.positive("reps", reps)
+    import cupy as cp
     tile = cp.random.standard_normal((64, 64), dtype=cp.float32).astype(cp.float16)
     spec = make_spec(tile, (64, 64), swizzle=swizzle)
     cycles, sink, status = cp.zeros(1, cp.uint64), cp.zeros(32, cp.float32), _status()

@@ -3,8 +3,9 @@ reduce-add store (``cp.reduce.async.bulk.tensor ... .add``), modelled by
 :func:`.model.tma_reduce_add` (same rules, same out-of-bounds clipping).
 
 What the hardware does (PTX ISA, ``cp.reduce.async.bulk.tensor``, PTX ISA 8.0, sm_90):
-  * ``.add`` exists for ``.u32 .s32 .u64 .f32 .f16 .bf16`` elements only (:data:`REDUCE_ADD_DTYPES`);
-    the element type is the tensor map's;
+  * ``.add`` exists for ``.u32 .s32 .u64 .f32 .f16 .bf16`` elements only (PTX ISA 9.0, section
+    9.7.9.25.5.3, table "valid combinations of .redOp and element type"); the element type is the
+    tensor map's. The rule is :func:`.rules.reduce_add_dtype`, the one every reduce-add door applies;
   * "each reduction operation ... has individually .relaxed.gpu memory ordering semantics": the
     splits arrive in no defined order, so a float C may differ in its last bits from run to run.
     :func:`reduce_partials` takes an ``order`` so a test can try several.
@@ -23,8 +24,7 @@ import numpy as np
 
 from . import rules
 from .model import tma_reduce_add
-
-REDUCE_ADD_DTYPES = ("uint32", "int32", "uint64", "float32", "float16", "bfloat16")
+from .rules import REDUCE_ADD_DTYPES, reduce_add_dtype  # noqa: F401  (re-exported: the one rule)
 
 
 class ReduceTraffic(NamedTuple):
@@ -32,13 +32,6 @@ class ReduceTraffic(NamedTuple):
     reduce_ops: int        # cp.reduce.async.bulk.tensor instructions (splits x output tiles)
     elements_added: int    # in-bounds elements added into C (splits x M x N)
     smem_bytes: int        # bytes the boxes read from shared memory (edge boxes count whole)
-
-
-def reduce_add_dtype(name: str) -> None:
-    """ValueError unless a TMA reduce-add can add elements of dtype ``name``."""
-    rules.require(name in REDUCE_ADD_DTYPES, f"dtype {name} cannot be reduce-added by TMA: "
-                  f"cp.reduce.async.bulk.tensor .add takes {', '.join(REDUCE_ADD_DTYPES)} "
-                  "(accumulate split-K partials in float32)")
 
 
 def reduce_partials(c, partials, box_shape, order=None):
@@ -53,6 +46,7 @@ def reduce_partials(c, partials, box_shape, order=None):
     if not isinstance(c, np.ndarray) or c.ndim != 2:
         raise TypeError(f"c must be a 2-D NumPy array (the output C), got {type(c).__name__}")
     reduce_add_dtype(c.dtype.name)
+    rules.global_shape("c.shape", c.shape)          # no empty C: TMA needs every dimension >= 1
     if not isinstance(partials, (list, tuple)) or not partials:
         raise TypeError("partials must be a non-empty list of arrays, one per split")
     for s, p in enumerate(partials):

@@ -39,6 +39,7 @@ import dataclasses
 import pathlib
 from typing import NamedTuple
 
+from ..core.args import ADDRESS_RULE
 from . import rules
 from .descriptor import TensorMapSpec
 
@@ -68,7 +69,7 @@ def group_spec(base_spec, ptr, shape, strides) -> TensorMapSpec:
                   "another rank needs its own descriptor")
     rules.require(min(shape) >= 1, f"group shape {shape} has an empty dimension: a descriptor needs "
                   "every dimension >= 1; a group with no rows has no tiles, skip it")
-    rules.ints("ptr", [ptr])
+    rules.integer("ptr", ptr, ADDRESS_RULE)          # named here; its range and alignment as make_spec says
     dims, gstrides = rules.tensor(shape, strides, base.dtype, ptr)
     return dataclasses.replace(base, global_address=int(ptr), global_dims=dims, global_strides_bytes=gstrides)
 

@@ -97,7 +97,7 @@ def update_race(x, y, box_shape, *, release: bool, acquire: bool, in_flight: boo
     _check_groups([x, y])
     rules.require(x.shape == y.shape and x.strides == y.strides, "x and y must have the same shape and strides: "
                   "only the address is replaced")
-    rules.require(isinstance(ctas, int) and 1 <= ctas <= 65535, f"ctas must be an int in 1..65535, got {ctas!r}")
+    rules.in_range("ctas", ctas, 1, 65535)
     spec = make_spec(x, box_shape)
     rules.require(spec.box_bytes <= RACE_TILE_BYTES, f"a box of {spec.box_bytes} B exceeds the kernel's "
                   f"{RACE_TILE_BYTES}-B tiles")
@@ -125,9 +125,9 @@ def reduce_add(c, partials, box_shape):
     """Add each fp32 partial (``partials``: (S, M, N) CuPy float32) into ``c`` (M, N) float32 with
     TMA reduce-add stores of ``box_shape`` boxes (at most 64 x 64), one CTA per (box, split).
     ``M`` and ``N`` must be multiples of the box. Returns ``c``."""
-    import cupy as cp
     _check_groups([c])
-    rules.require(c.dtype == cp.float32 and getattr(partials, "dtype", None) == cp.float32,
+    rules.reduce_add_dtype(c.dtype.name)          # the instruction's rule first, then this kernel's
+    rules.require(c.dtype == np.float32 and getattr(partials, "dtype", None) == np.float32,
                   "c and partials must be float32 (the kernel adds fp32 tiles)")
     rules.require(getattr(partials, "ndim", 0) == 3 and partials.shape[1:] == c.shape,
                   f"partials must be (splits, {c.shape[0]}, {c.shape[1]}), got {getattr(partials, 'shape', None)}")
@@ -136,6 +136,7 @@ def reduce_add(c, partials, box_shape):
     M, N = c.shape
     rules.require(M % by == 0 and N % bx == 0, f"C {c.shape} is not a whole number of {box_shape} boxes")
     spec = make_spec(c, box_shape)
+    import cupy as cp
     tiles_x, S = N // bx, partials.shape[0]
     # the kernel reads partial tile t of split s as box_x * box_y contiguous floats
     boxes = cp.ascontiguousarray(partials.reshape(S, M // by, by, tiles_x, bx).transpose(0, 1, 3, 2, 4))
