@@ -14,7 +14,9 @@ Conventions (STYLE.md):
 * one type rule for every check (:func:`is_int`, :func:`is_number`): an integer answer may be a
   Python ``int`` or a NumPy integer scalar, a number may also be a ``float`` or NumPy float
   scalar; ``bool`` is neither (``True == 1`` would otherwise pass by accident); a yes/no answer
-  is a ``bool`` or NumPy bool (:func:`is_bool`).
+  is a ``bool`` or NumPy bool (:func:`is_bool`);
+* a check that calls the learner's function on a table of cases gathers every answer first and
+  names a mistake only when it matches every case (:mod:`utils.core.answers`).
 """
 from __future__ import annotations
 
@@ -42,27 +44,45 @@ def is_bool(x) -> bool:
     return isinstance(x, (bool, np.bool_))
 
 
-def int_answer(name: str, got, what: str = "the answer", hint: str = "") -> int:
-    """``got`` as a Python int if it passes :func:`is_int`, else fail naming what came back
-    (a float such as ``3.0`` too: a count is an int, e.g. ``math.ceil(...)`` or ``int(...)``)."""
+def shown(x) -> str:
+    """``x`` as a message shows it: ``repr``, but a NumPy scalar as its value (``1.0``, not
+    ``np.float64(1.0)``)."""
+    return repr(x.item() if isinstance(x, np.generic) else x)
+
+
+INT_ADVICE = "return an int, e.g. with int(...), math.ceil(...) or //, whichever the rule needs"
+ROUND_DOWN = "use // (integer division), not /"
+ROUND_UP = "return an int, e.g. with math.ceil(...) (it rounds up)"
+"""Advice of :func:`int_answer` for a float: neutral, or where the rule rounds down or up."""
+
+
+def int_answer(name: str, got, what: str = "the answer", hint: str = "", advice: str = INT_ADVICE) -> int:
+    """``got`` as a Python int if it passes :func:`is_int`, else fail naming what came back; a
+    float (``3.0``: a count is an int) is also told ``advice`` (neutral by default; pass
+    :data:`ROUND_DOWN`, :data:`ROUND_UP` or your own where the rule says how to round)."""
     if not is_int(got):
-        extra = ": return an int, e.g. with math.ceil(...) or int(...)" if isinstance(got, (float, np.floating)) else ""
-        fail(name, f"{what} is {type(got).__name__} {got!r}; expected an int{extra}", hint)
+        extra = f": {advice}" if isinstance(got, (float, np.floating)) else ""
+        fail(name, f"{what} is {type(got).__name__} {shown(got)}; expected an int{extra}", hint)
     return int(got)
 
 
 def number_answer(name: str, got, what: str = "the answer", hint: str = "") -> float:
     """``got`` as a float if it passes :func:`is_number`, else fail naming what came back."""
     if not is_number(got):
-        fail(name, f"{what} is {type(got).__name__} {got!r}; expected a number", hint)
+        fail(name, f"{what} is {type(got).__name__} {shown(got)}; expected a number", hint)
     return float(got)
+
+
+def need_function(fn) -> None:
+    """Raise :class:`CheckFailed` unless ``fn`` is callable (the learner passed ``f()``, not ``f``)."""
+    if not callable(fn):
+        raise CheckFailed(f"expected a function, got {type(fn).__name__}: pass the function "
+                          "itself, without calling it")
 
 
 def attempt(fn, *args, **kwargs):
     """Call the learner's ``fn``; return :data:`NOT_ATTEMPTED` if it is still a stub."""
-    if not callable(fn):
-        raise CheckFailed(f"expected a function, got {type(fn).__name__}: pass the function "
-                          "itself, without calling it")
+    need_function(fn)
     try:
         return fn(*args, **kwargs)
     except NotImplementedError:
@@ -144,7 +164,7 @@ def check_array(name: str, yours, expected, *, atol: float = 0.0, rtol: float = 
     if wrong.any():
         idx = tuple(int(i) for i in np.argwhere(wrong)[0])
         fail(name, f"{int(wrong.sum())} of {y.size} elements differ; first at index {idx}: "
-             f"yours {y[idx]!r}, expected {e[idx]!r}", hint, launched)
+             f"yours {shown(y[idx])}, expected {shown(e[idx])}", hint, launched)
     return passed(name, f"all {y.size} elements match.")
 
 
@@ -158,12 +178,12 @@ def check_value(name: str, yours, expected, *, rel: float = 0.0, hint: str = "",
         (not isinstance(yours, (bool, np.bool_, int, float, np.number)) and isinstance(yours, kinds))
     if not ok_type:
         want = " or ".join(k.__name__ for k in kinds)
-        fail(name, f"expected a {want}, got {type(yours).__name__} {yours!r}", hint)
+        fail(name, f"expected a {want}, got {type(yours).__name__} {shown(yours)}", hint)
     if isinstance(expected, (int, float)) and not isinstance(expected, bool):
         ok = abs(yours - expected) <= rel * abs(expected)
     else:
         ok = yours == expected
     if not ok:
-        fail(name, f"got {yours!r}, expected {expected!r}" + (f" (within {rel:.0%})" if rel else ""),
+        fail(name, f"got {shown(yours)}, expected {shown(expected)}" + (f" (within {rel:.0%})" if rel else ""),
              hint)
     return passed(name)

@@ -8,10 +8,8 @@ from __future__ import annotations
 
 import random
 
-import numpy as np
-
-from ..core.checks import (NOT_ATTEMPTED, CheckFailed, attempt, fail, int_answer, not_attempted,
-                           number_answer, passed)
+from ..core.answers import answers, close, named_mistake, wrong_cases
+from ..core.checks import NOT_ATTEMPTED, ROUND_DOWN, fail, int_answer, not_attempted, number_answer, passed
 
 WARP = 32
 
@@ -56,53 +54,6 @@ def predicted_bandwidth_gbs(bytes_in_flight_per_sm: float, n_sm: int, latency_ns
     return min(peak_gbs, bytes_in_flight_per_sm * n_sm / latency_ns)
 
 
-def answers(name, fn, cases, convert, show=repr, kind="a number"):
-    """``convert(fn(*case), case)`` for every case; None if ``fn`` is still a stub. An exception
-    raised by ``fn``, or None returned (``kind`` says what was expected), fails naming the call
-    (the learner's traceback stays chained)."""
-    out = []
-    for case in cases:
-        try:
-            got = attempt(fn, *case)
-        except CheckFailed:
-            raise
-        except Exception as err:
-            fail(name, f"{name}{show(case)} raised {type(err).__name__}: {err}")
-        if got is NOT_ATTEMPTED:
-            return None
-        if got is None:
-            fail(name, f"{name}{show(case)} returned None; expected {kind}: did the function forget "
-                 "to return its result?")
-        out.append(convert(got, case))
-    return out
-
-
-def named_mistake(got_all, want_all, cases, mistakes, same, default):
-    """The hint of the first ``(formula, hint)`` in ``mistakes`` whose values equal the answers
-    ``got_all`` on every case (and differ from ``want_all``); else ``default``."""
-    for f, hint in mistakes:
-        try:
-            values = [f(*c) for c in cases]
-        except (ArithmeticError, ValueError):
-            continue
-        if not all(same(v, w) for v, w in zip(values, want_all)) and \
-                all(same(g, v) for g, v in zip(got_all, values)):
-            return hint
-    return default
-
-
-def int_floor_div(name, got, what, hint=""):
-    """An int answer; a float is told to use ``//`` (where rounding up would be wrong)."""
-    if isinstance(got, (float, np.floating)):
-        fail(name, f"{what} is {type(got).__name__} {got!r}; expected an int: use // (integer "
-             "division), not /", hint)
-    return int_answer(name, got, what, hint)
-
-
-def _close(a, b, rel=1e-6, atol=0.0):
-    return abs(a - b) <= max(rel * abs(b), atol)
-
-
 def check_bytes_in_flight(fn) -> None:
     """Check a learner's ``bytes_in_flight(latency_ns, bandwidth_gbs)`` on fixed and random inputs."""
     name = "bytes_in_flight"
@@ -111,11 +62,11 @@ def check_bytes_in_flight(fn) -> None:
         (rng.uniform(50, 2000), rng.uniform(100, 8000)) for _ in range(5)]
     show = lambda c: f"({c[0]:.1f}, {c[1]:.1f})"  # noqa: E731
     got_all = answers(name, fn, cases, lambda g, c: number_answer(name, g, f"{name}{show(c)}",
-                                                                   "a number of bytes"), show)
-    if got_all is None:
+                                                                   "a number of bytes"), show=show, kind="a number")
+    if got_all is NOT_ATTEMPTED:
         return not_attempted(name)
     want_all = [bytes_in_flight_ref(*c) for c in cases]
-    bad = [i for i, (g, w) in enumerate(zip(got_all, want_all)) if not _close(g, w, atol=1.0)]
+    bad = wrong_cases(got_all, want_all, lambda g, w: close(g, w, atol=1.0))
     if bad:                                 # (within 1 byte: rounding to whole bytes is right too)
         i = bad[0]
         factors = [(1e9, "off by 1e9: ns is 1e-9 s and GB/s is 1e9 B/s, so they cancel"),
@@ -132,8 +83,8 @@ def check_bytes_in_flight(fn) -> None:
              "= latency (s) x bandwidth (B/s)"),
             (lambda lat, bw: bw / lat, "latency x bandwidth, not bandwidth / latency: bytes in flight "
              "= latency (s) x bandwidth (B/s)")]
-        hint = named_mistake(got_all, want_all, cases, mistakes, _close,
-                             "bytes in flight = latency (s) x bandwidth (B/s)")
+        hint = named_mistake(got_all, cases, mistakes, "bytes in flight = latency (s) x bandwidth (B/s)",
+                             same=close, want_all=want_all)
         fail(name, f"bytes_in_flight{show(cases[i])} = {got_all[i]!r}, expected {want_all[i]:.1f} "
              f"({len(bad)} of {len(cases)} cases wrong)", hint)
     return passed(name, f"e.g. {cases[0][0]:.0f} ns x {cases[0][1]:.0f} GB/s needs "
@@ -154,13 +105,14 @@ def check_warp_instructions(fn) -> None:
     rng = random.Random()
     cases = [(64, 128, 2, 16), (128, 64, 4, 16), (64, 64, 2, 8), (256, 32, 1, 4), (32, 64, 4, 8),
              (48, 80, 2, 16), (96, 40, 4, 8), (16, 16, 8, 16)] + [_tile_case(rng) for _ in range(3)]
-    got_all = answers(name, fn, cases, lambda g, c: int_floor_div(name, g, f"{name}{c}",
-                                                                  "a count of instructions"), kind="an int")
-    if got_all is None:
+    got_all = answers(name, fn, cases, lambda g, c: int_answer(name, g, f"{name}{c}", "a count of instructions",
+                                                               ROUND_DOWN), kind="an int")
+    if got_all is NOT_ATTEMPTED:
         return not_attempted(name)
     want_all = [warp_instructions_per_tile_ref(*case) for case in cases]
-    if got_all != want_all:
-        i = next(i for i, (g, w) in enumerate(zip(got_all, want_all)) if g != w)
+    bad = wrong_cases(got_all, want_all)
+    if bad:
+        i = bad[0]
         mistakes = [(lambda r, c, e, v: r * c * e // (WARP * v), "count loads AND stores"),
                     (lambda r, c, e, v: 2 * r * c * e // v, "count warp instructions: 32 threads share one"),
                     (lambda r, c, e, v: 2 * r * c * e // (WARP * 16), "use vector_bytes (8 or 4 in some "
@@ -175,7 +127,7 @@ def check_warp_instructions(fn) -> None:
                      "instruction per warp, not per 128-thread block"),
                     (lambda r, c, e, v: 2 * r * c // WARP, "one instruction moves vector_bytes per thread, "
                      "not one element")]
-        hint = named_mistake(got_all, want_all, cases, mistakes, lambda g, v: g == v,
-                             "tile bytes / (32 threads x vector_bytes) per direction, times 2 directions")
+        hint = named_mistake(got_all, cases, mistakes, "tile bytes / (32 threads x vector_bytes) per "
+                             "direction, times 2 directions", want_all=want_all)
         fail(name, f"{cases[i]} -> {got_all[i]}, expected {want_all[i]}", hint)
     return passed(name)

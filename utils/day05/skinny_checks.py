@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import math
 
-from ..core.checks import NOT_ATTEMPTED, CheckFailed, attempt, fail, int_answer, not_attempted, passed
+from ..core.answers import answers, named_mistake
+from ..core.checks import NOT_ATTEMPTED, fail, int_answer, not_attempted, passed
 from .skinny import split_k, tiles
 
 # (M, N, K, BM, BN, BK, sms, min_k_tiles): decode shapes on 132 SMs (H100 SXM / H200), 114
@@ -70,36 +71,35 @@ def _naive_why(s, M, N, K, BM, BN, BK, sms, mk) -> str:
             f"steps, against {steps(best)} for {best} splits in ONE wave{cap}")
 
 
+def _shape(M, N, K, BM, BN, BK, sms, mk) -> str:
+    return f"M={M} N={N} K={K}, tiles {BM}x{BN}, BK={BK}, {sms} SMs, min_k_tiles={mk}"
+
+
 def check_split_count(fn) -> None:
     """``fn(M, N, K, BM, BN, BK, sms, min_k_tiles)`` must return the split count of
     :func:`utils.day05.skinny.split_k`: the largest s with tiles x s <= sms (one wave), each split
     keeping >= min_k_tiles K tiles, and 1 when the tiles alone fill the SMs. A hint naming a slip
     is given only when the answers equal that slip's on every case of :data:`SPLIT_CASES`."""
-    name, got_all = "split_count", []
-    for case in SPLIT_CASES:
-        M, N, K, BM, BN, BK, sms, mk = case
-        shape = f"M={M} N={N} K={K}, tiles {BM}x{BN}, BK={BK}, {sms} SMs, min_k_tiles={mk}"
-        try:
-            got = attempt(fn, *case)
-        except CheckFailed:
-            raise
-        except Exception as e:       # the learner's code raised: say where, never crash
-            fail(name, f"for {shape} your function raised {type(e).__name__}: {e}",
-                 "" if not isinstance(e, ZeroDivisionError) else
-                 "something you divide by is 0 here: if it is a tile count, M < BM makes M // BM = 0; "
-                 "count the partial tile too, ceil(M / BM)" if M < BM or N < BN else
-                 "something you divide by is 0 here: tiles, k_tiles and s are all at least 1")
-        if got is NOT_ATTEMPTED:
-            return not_attempted(name)
-        got_all.append(int_answer(name, got, f"for {shape}, the split count", "a number of splits"))
+    name = "split_count"
+
+    def raised(case, e):
+        M, N, K, BM, BN = case[:5]
+        return (f"for {_shape(*case)} your function raised {type(e).__name__}: {e}",
+                "" if not isinstance(e, ZeroDivisionError) else
+                "something you divide by is 0 here: if it is a tile count, M < BM makes M // BM = 0; "
+                "count the partial tile too, ceil(M / BM)" if M < BM or N < BN else
+                "something you divide by is 0 here: tiles, k_tiles and s are all at least 1")
+    got_all = answers(name, fn, SPLIT_CASES, lambda got, case: int_answer(
+        name, got, f"for {_shape(*case)}, the split count", "a number of splits"), raised=raised)
+    if got_all is NOT_ATTEMPTED:
+        return not_attempted(name)
     for got, case in zip(got_all, SPLIT_CASES):
         want = split_k(*case)
         if got != want:
             M, N, K, BM, BN, BK, sms, mk = case
-            hint = next((why(got, *case) for rule, why in SPLIT_SLIPS
-                         if all(g == rule(*c) for g, c in zip(got_all, SPLIT_CASES))),
-                        "s = max(1, min(sms // tiles, k_tiles // min_k_tiles)) with tiles = "
-                        "ceil(M/BM) x ceil(N/BN) and k_tiles = ceil(K/BK)")
-            fail(name, f"M={M} N={N} K={K}, tiles {BM}x{BN}, BK={BK}, {sms} SMs, min_k_tiles={mk}: "
-                 f"got {got}, expected {want} ({tiles(M, N, BM, BN)} tiles, {_kt(K, BK)} K tiles)", hint)
+            why = named_mistake(got_all, SPLIT_CASES, SPLIT_SLIPS)
+            hint = why(got, *case) if why else ("s = max(1, min(sms // tiles, k_tiles // min_k_tiles)) with "
+                                                "tiles = ceil(M/BM) x ceil(N/BN) and k_tiles = ceil(K/BK)")
+            fail(name, f"{_shape(*case)}: got {got}, expected {want} ({tiles(M, N, BM, BN)} tiles, "
+                 f"{_kt(K, BK)} K tiles)", hint)
     return passed(name, "one wave of tiles x splits, every split long enough to fill its pipeline.")

@@ -136,5 +136,5 @@ def fence_gap(name: str):
     """A PTX path (list of instructions) of kernel ``name`` from a thread's shared-memory write to a
     TMA store that passes no ``fence.proxy.async``; None when every path is fenced."""
     from ..core.ptx_paths import path_avoiding
-    from .store_check import _is_proxy_fence, _is_smem_write, _is_tma_store
-    return path_avoiding(body(name), _is_smem_write, _is_tma_store, _is_proxy_fence)
+    from .fence_paths import is_proxy_fence, is_smem_write, is_tma_store
+    return path_avoiding(body(name), is_smem_write, is_tma_store, is_proxy_fence)

@@ -2,7 +2,8 @@
 learner's CUDA kernel is compiled for sm_90a by NVRTC and its PTX is read along every path from a
 shared-memory write to the TMA store (fence in every writing thread, then a barrier every thread
 runs, then the store; commit and wait before exit). On Hopper the kernel also runs and its box is
-compared element by element. Split from :mod:`utils.tma.exercises`, which re-exports it."""
+compared element by element. The paths are read by :mod:`utils.tma.fence_paths`. Split from
+:mod:`utils.tma.exercises`, which re-exports it."""
 from __future__ import annotations
 
 import importlib.util
@@ -13,6 +14,7 @@ import numpy as np
 
 from ..core.checks import fail, not_attempted, passed
 from .descriptor import make_spec
+from .fence_paths import FENCE_HINT, fence_message, fence_problem, is_commit, is_smem_write, is_tma_store, is_wait0
 
 
 STORE_KERNEL = "store_tile"
@@ -39,129 +41,6 @@ def c_tokens(source: str) -> list:
     return re.findall(r'"(?:\\.|[^"\\])*"|\w+|\S', code)
 
 
-def _is_smem_write(t):
-    return bool(re.match(r"(st|atom|red)(\.\w+)*\.shared|stmatrix", t))
-
-
-def _is_tma_store(t):
-    return bool(re.match(r"cp(\.reduce)?\.async\.bulk(\.tensor\.\dd)?\.global\.shared", t))
-
-
-def _is_proxy_fence(t):
-    """A fence that orders this thread's generic-proxy shared-memory writes before async-proxy
-    reads: bidirectional (no state space, or shared::cta / shared::cluster) or the one-way
-    generic -> async release form."""
-    return bool(re.fullmatch(r"fence\.proxy\.async(\.shared::(cta|cluster)|::generic\.release"
-                             r"\.sync_restrict::shared::cta\.cluster)?", t.strip()))
-
-
-def _is_barrier(t):
-    """A CTA barrier that waits (``__syncthreads()``: bar.sync; ``__syncthreads_or`` &c.: bar.red;
-    not bar.arrive, which does not wait, nor bar.warp.sync, which is one warp's)."""
-    return bool(re.match(r"(bar|barrier)(\.cta)?\.(sync|red)\b", t))
-
-
-def _is_commit(t):
-    return t.startswith("cp.async.bulk.commit_group")
-
-
-def _is_wait0(t):
-    return bool(re.fullmatch(r"cp\.async\.bulk\.wait_group(\.read)?\s+0", t.strip()))
-
-
-def _reaches(succ, n, start, goal, avoid=()):
-    """Is instruction ``goal`` (``n``: the kernel's exit) reachable from ``start`` (entered, not
-    avoided) without entering an index in ``avoid``?"""
-    seen, todo = {start}, ([] if start in avoid else [start])
-    while todo:
-        i = todo.pop()
-        if i == goal:
-            return True
-        for j in (succ[i] if i < n else []):
-            if j not in seen and j not in avoid:
-                seen.add(j)
-                todo.append(j)
-    return False
-
-
-def fence_problem(body: str):
-    """(state, path) for the first path of the PTX ``body`` on which a thread's shared-memory write
-    reaches a TMA store not yet "fenced, then barrier", else None. State 0: no fence.proxy.async
-    after the last write; 1: fenced, but no CTA-wide barrier after the fence. A barrier counts only
-    if every thread runs it (no path from entry to exit avoids it: not one inside an ``if``); a
-    predicated fence or barrier may be skipped, a predicated write may happen."""
-    from ..core.ptx_paths import parse, successors
-    instrs, labels = parse(body)
-    n = len(instrs)
-    succ = [successors(instrs, labels, i) for i in range(n)]
-    cta_bar = {k for k, ins in enumerate(instrs) if _is_barrier(ins.text) and not ins.predicated
-               and not _reaches(succ, n, 0, n, avoid={k})}
-    found = {}
-    for w in (k for k, ins in enumerate(instrs) if _is_smem_write(ins.text)):
-        parent, todo = {(w, 0): None}, [(w, 0)]
-        while todo:
-            i, s = todo.pop()
-            for j in (succ[i] if i < n else []):
-                if j == n:
-                    continue
-                ins = instrs[j]
-                if _is_tma_store(ins.text) and s < 2 and s not in found:
-                    path, node = [ins.text], (i, s)
-                    while node:
-                        path.append(instrs[node[0]].text)
-                        node = parent[node]
-                    found[s] = path[::-1]
-                t = 0 if _is_smem_write(ins.text) else s
-                if not ins.predicated and _is_proxy_fence(ins.text):
-                    t = max(t, 1)
-                if j in cta_bar and t == 1:
-                    t = 2
-                if (j, t) not in parent:
-                    parent[(j, t)] = (i, s)
-                    todo.append((j, t))
-    return min(found.items()) if found else None
-
-
-FENCE_HINT = ("every thread that wrote the tile runs asm volatile(\"fence.proxy.async.shared::cta;\" ::: "
-              "\"memory\"); after its writes and BEFORE __syncthreads(); then one thread issues the TMA store")
-
-
-def _fence_message(body: str, state: int, path: list) -> str:
-    """What is wrong on ``path`` (from :func:`fence_problem`), told from where the fences are."""
-    from ..core.ptx_paths import find, path_avoiding
-    fences = find(body, lambda t: t.startswith(("fence", "membar")))
-    right = [f for f in fences if _is_proxy_fence(f)]
-    if state == 1:
-        last = max(i for i, t in enumerate(path) if _is_proxy_fence(t))
-        if any(_is_barrier(t) for t in path[:last]):
-            return (f"your {path[last]} runs after __syncthreads(): nothing then makes the storing "
-                    "thread wait until the OTHER threads have fenced their writes (a proxy fence orders "
-                    "only the writes of the thread that runs it). The fence must come before the "
-                    "barrier, in every thread that wrote")
-        if any(_is_barrier(t) for t in path[last:]):
-            return ("the __syncthreads() (bar.sync) after your fence sits inside an if: not every "
-                    "thread runs it, so it does not make the storing thread wait for the others' "
-                    "fenced writes (and it may hang)")
-        return ("no __syncthreads() (bar.sync) between your fence and the TMA store: the storing "
-                "thread does not wait until the other threads have written and fenced the tile")
-    if right:
-        if not path_avoiding(body, _is_smem_write, _is_proxy_fence, lambda t: False):
-            where = "it comes before the writes: a fence orders only the writes made before it"
-        elif path_avoiding(body, _is_proxy_fence, _is_smem_write, lambda t: False):
-            where = "a write comes after it: it must follow each thread's LAST write"
-        elif not path_avoiding(body, _is_smem_write, _is_proxy_fence, _is_tma_store):
-            where = "it comes after the TMA store, which may already have read the tile"
-        else:
-            where = "it sits inside an if: not every thread that wrote runs it, e.g. only thread 0"
-        return (f"a path from the shared-memory writes to the TMA store skips your {right[0]} ({where}): "
-                "every thread that wrote must execute it after its writes, before __syncthreads()")
-    if fences:
-        return (f"{', '.join(sorted(set(fences)))} is not the fence needed: the tile is in "
-                "SHARED memory and TMA reads it through the async proxy: fence.proxy.async.shared::cta")
-    return ("no fence.proxy.async between the threads' shared-memory writes and the TMA store (if you "
-            "wrote one, the compiler removed it: it sits in code that never runs)")
-
-
 def store_kernel_problems(ptx_text: str, name: str = STORE_KERNEL) -> list:
     """(what is wrong, hint) for the ordering of kernel ``name``'s PTX (empty list: nothing), judged on
     every control-flow path: each thread's shared-memory writes, then its fence.proxy.async, then a
@@ -169,21 +48,21 @@ def store_kernel_problems(ptx_text: str, name: str = STORE_KERNEL) -> list:
     before the kernel exits."""
     from ..core.ptx_paths import find, kernel_body, path_avoiding
     body = kernel_body(ptx_text, name)
-    if not find(body, _is_smem_write) or not find(body, _is_tma_store):
+    if not find(body, is_smem_write) or not find(body, is_tma_store):
         return [("the kernel no longer has both the threads' shared-memory writes and the TMA "
                  "store", "change only the missing line; keep the writes and the TMA store")]
     problem = fence_problem(body)
-    out = [(_fence_message(body, *problem), FENCE_HINT)] if problem else []
+    out = [(fence_message(body, *problem), FENCE_HINT)] if problem else []
     wait_hint = ("after the TMA store, thread 0 runs cp.async.bulk.commit_group; then "
                  "cp.async.bulk.wait_group.read 0; as the stub did")
     plain = sorted(set(find(body, lambda t: re.match(r"cp\.async\.(commit_group|wait_group|wait_all)", t))))
     if plain:
         wait_hint = (f"{', '.join(plain)} is for the per-thread cp.async copies, not for bulk copies: "
                      "cp.async.bulk.commit_group; then cp.async.bulk.wait_group.read 0;")
-    if path_avoiding(body, _is_tma_store, "exit", _is_commit):
+    if path_avoiding(body, is_tma_store, "exit", is_commit):
         out.append(("the TMA store's bulk group is never committed (cp.async.bulk.commit_group) on "
                    "some path to the kernel's end", wait_hint))
-    elif path_avoiding(body, _is_commit, "exit", _is_wait0):
+    elif path_avoiding(body, is_commit, "exit", is_wait0):
         out.append(("the kernel can exit before the copy engine has read shared memory: keep "
                     "cp.async.bulk.wait_group.read 0 after the commit (shared memory is freed at exit)",
                     wait_hint))
