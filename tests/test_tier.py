@@ -9,12 +9,12 @@ def probe(name=None, cc=None):
 
 
 @pytest.mark.parametrize("gpu,expected", [((None, None), "cpu"), (("A100", (8, 0)), "cuda"),
-                                           (("H100", (9, 0)), "hopper"), (("B200", (10, 0)), "hopper")])
+                                           (("H100", (9, 0)), "hopper"), (("B200", (10, 0)), "tma")])
 def test_detect_from_hardware(gpu, expected):
     tier = t.detect(None, probe(*gpu))
     assert tier.name == expected
     assert tier.has_gpu == (expected != "cpu")
-    assert tier.has_tma == (expected == "hopper")
+    assert tier.has_tma == (expected in ("hopper", "tma"))
     assert tier.device == ("cpu" if expected == "cpu" else "cuda")
 
 

@@ -14,7 +14,7 @@ import pytest
 
 torch = pytest.importorskip("torch")
 if not (torch.cuda.is_available() and torch.cuda.get_device_capability(0)[0] >= 9):
-    pytest.skip("needs a Hopper GPU (compute capability >= 9.0)", allow_module_level=True)
+    pytest.skip("needs a GPU with TMA (compute capability >= 9.0)", allow_module_level=True)
 cp = pytest.importorskip("cupy")
 
 from utils import tma  # noqa: E402

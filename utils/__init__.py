@@ -5,11 +5,12 @@ Triton is imported, so this package imports nothing heavy at import time.
 
 Packages, bottom layer first (a package imports only those above it in this list):
 
-* ``core``: the machinery every notebook uses: ``tier`` (which machine, ``setup``), ``report``
-  (environment report), ``bench`` and ``spread`` (the benchmark harness), ``results`` (recorded
-  GPU results) and ``ncu`` (hardware counters), ``checks`` and ``c_expr`` (exercise checks),
-  ``quiz``, ``exercises`` and ``reset`` (exercise notebooks from solutions), ``plots`` and
-  ``gallery``, ``ptx`` and ``ptx_paths`` (reading PTX).
+* ``core``: the machinery every notebook uses: ``tier`` (which machine, ``setup``), ``features``
+  (what a GPU of each compute capability has, with sources), ``launchers`` (what each launcher
+  needs), ``report`` (environment report), ``bench`` and ``spread`` (the benchmark harness),
+  ``results`` (recorded GPU results) and ``ncu`` (hardware counters), ``checks`` and ``c_expr``
+  (exercise checks), ``quiz``, ``exercises`` and ``reset`` (exercise notebooks from solutions),
+  ``plots`` and ``gallery``, ``ptx`` and ``ptx_paths`` (reading PTX).
 * ``cuda_cpp`` (raw CUDA C++: ``nvrtc``, ``day01``, ``day02`` + ``day02.cu``, ``bank_cost``) and
   ``triton_lang`` (``compile``, ``compat``, ``ptx_subprocess``): one package per compiler stack.
 * ``tma``: descriptor validation, the NumPy TMA model, the CUDA TMA teaching kernels.

@@ -1,4 +1,5 @@
-"""The environment report printed by every notebook's first cell: tier, GPU, versions, abilities."""
+"""The environment report printed by every notebook's first cell: tier, GPU, versions, features,
+abilities."""
 from __future__ import annotations
 
 import importlib
@@ -37,21 +38,36 @@ def versions() -> dict:
 
 def abilities(tier) -> list[tuple[str, bool, str]]:
     """What this tier can and cannot do: (what, yes/no, why) rows."""
-    gpu, tma = tier.has_gpu, tier.has_tma
+    gpu, tma, sm90a = tier.has_gpu, tier.has("tma"), tier.has("sm90a")
+    rows = tier.features
     return [
         ("Triton kernels on the GPU", gpu, "needs a CUDA GPU" if not gpu else "GPU present"),
         ("Triton kernels under the interpreter", True, "TRITON_INTERPRET=1 on CPU tensors"),
-        ("TMA kernels (cp.async.bulk.tensor)", tma, "needs compute capability >= 9.0"
-         if not tma else "Hopper"),
-        ("wgmma GEMMs at full speed", tma, "needs sm_90a" if not tma else "Hopper"),
+        ("TMA kernels (cp.async.bulk.tensor)", tma, rows["tma"].why),
+        ("wgmma GEMMs at full speed", sm90a, "Hopper" if sm90a else rows["wgmma"].why),
         ("Compile for sm_90a and read the PTX", True, "Triton AOT, NVRTC, CuteDSL compile-only"),
         ("Benchmarks measured here", gpu, "timings need a GPU; recorded results are shown"
          if not gpu else "CUDA events"),
     ]
 
 
+def feature_lines(tier) -> list[str]:
+    """Two short lines: the features this tier has, and those it lacks (details: ``T.features``)."""
+    rows = tier.features
+    yes = [k for k, r in rows.items() if r.ok]
+    no = [k for k, r in rows.items() if not r.ok]
+    if "clusters" in yes and tier.capability:
+        from .features import max_cluster
+        big = max_cluster(tier.capability, portable=False)
+        yes[yes.index("clusters")] = f"clusters (<= {max_cluster(tier.capability)}" + (f", {big} opt-in)" if big else ")")
+    if not tier.has_gpu:
+        return ["Features here: none (no GPU is used)"]
+    return [f"Features here: {', '.join(yes)}",
+            f"Not here: {', '.join(no) or 'nothing'}  (why: T.features[name].why)"]
+
+
 def print_report(tier) -> None:
-    """Print the tier, the device, the library versions and the abilities table."""
+    """Print the tier, the device, the library versions, the features and the abilities table."""
     print(f"Course tier: {tier.name.upper()}  ({tier.reason})")
     if tier.device_name:
         major, minor = tier.capability
@@ -63,5 +79,7 @@ def print_report(tier) -> None:
     missing = [k for k, val in v.items() if val is None]
     if missing:
         print("Not installed: " + ", ".join(missing))
+    for line in feature_lines(tier):
+        print(line)
     for what, ok, why in abilities(tier):
         print(f"  [{'yes' if ok else ' no'}] {what}: {why}")

@@ -206,20 +206,20 @@ def label(doc: dict) -> str:
 
 def record_or_load(stem: str, measure, tier, names: tuple | None = None,
                    needs: str = "gpu", any_device: bool = False) -> tuple[list, str]:
-    """If the tier provides ``needs`` ("gpu", "tma", or "ncu": Hopper with Nsight Compute), run
+    """If the tier provides ``needs`` (a feature of :mod:`utils.core.features` such as "gpu", "tma"
+    or "wgmma", a tuple of them, or "ncu": Hopper's ``sm_90a`` with Nsight Compute), run
     ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
     if given: every one of them must be there). Returns ``(rows, label)``: the label says
     measured now, or recorded on which device and when. With ``any_device=True``, a stem that the
     device chosen by ``$COURSE_RESULTS_DEVICE`` never recorded loads from the latest recording of
     any device, and the label says so.
     """
-    if needs not in ("gpu", "tma", "ncu"):
-        raise ValueError(f"needs must be 'gpu', 'tma' or 'ncu', got {needs!r}")
-    if needs == "ncu":
+    if needs == "ncu":        # the counters' kernels and metric names are Hopper's (sm_90a)
         from . import ncu
-        can = tier.has_tma and ncu.available()
+        can = tier.has("sm90a") and ncu.available()
     else:
-        can = tier.has_tma if needs == "tma" else tier.has_gpu
+        from .tier import missing
+        can = missing(tier, needs) is None       # raises "needs must be ..." for an unknown name
     if can:
         rows = measure()
         missing = sorted(set(names or ()) - {r["name"] for r in rows})

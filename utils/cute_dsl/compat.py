@@ -2,6 +2,7 @@
 
 * :func:`compile_ptx` / :func:`compile_kernel`: compile a ``@cute.jit`` function for Hopper
   (``sm_90a``) on any machine, GPU or not, with *fake* tensors; read its PTX.
+  :func:`launch_arch`: the target to compile for before launching on this GPU.
 * :func:`fake_tensor`: a fake row-major tensor (shape and dtype only, no memory).
 * :func:`to_cute` / :func:`cute_dtype`: torch tensors and dtypes into CuteDSL ones (GPU only).
 * :func:`stream`: the current torch stream as a ``CUstream``.
@@ -35,7 +36,7 @@ SmemAllocator = cutlass.memory.SmemAllocator      # cutlass.utils.SmemAllocator 
 DTYPES = {"float16": cutlass.Float16, "bfloat16": cutlass.BFloat16, "float32": cutlass.Float32}
 
 __all__ = ["cutlass", "cute", "pipeline", "cutlass_utils", "sm90", "cpasync", "warpgroup",
-           "SmemAllocator", "compile_ptx", "compile_kernel", "fake_tensor", "fake_stream",
+           "SmemAllocator", "compile_ptx", "compile_kernel", "launch_arch", "fake_tensor", "fake_stream",
            "to_cute", "cute_dtype", "stream"]
 
 
@@ -69,6 +70,18 @@ def compile_kernel(fn, *args, arch: str = "sm_90a"):
     with warnings.catch_warnings():
         warnings.simplefilter("ignore", DeprecationWarning)
         return cute.compile[cute.GPUArch(arch), cute.KeepPTX()](fn, *args)
+
+
+def launch_arch() -> str:
+    """The target a kernel is compiled for before it is launched here: this GPU's own
+    architecture-specific target (``sm_90a`` on Hopper, ``sm_100a`` on a B200, ``sm_120a`` on an
+    RTX 50; :func:`utils.core.features.arch_target`). ``sm_90a`` code runs on Hopper only."""
+    import torch
+    from ..core.features import arch_target
+    target = arch_target(torch.cuda.get_device_capability())
+    if target is None:
+        raise RuntimeError("CuteDSL's TMA kernels need a GPU of compute capability 9.0 or higher")
+    return target
 
 
 def compile_ptx(fn, *args, arch: str = "sm_90a") -> str:

@@ -7,7 +7,8 @@
   without multicast each CTA loads all of it, with multicast each loads 1/R and the copy engine
   delivers it to every CTA of the cluster (the pattern of A and B in a clustered GEMM).
 * :func:`ptx_of` compiles any of them for sm_90a with fake tensors (any machine);
-  :func:`run_tile_copy` / :func:`run_broadcast` launch them on torch tensors (Hopper only), after
+  :func:`run_tile_copy` / :func:`run_broadcast` compile them for this GPU and launch them on torch
+  tensors (any GPU with TMA that CuteDSL targets: H100, B200, RTX 50; see utils.core.features), after
   checking them on the CPU with the TMA rules of the validator and the NumPy model
   (:mod:`.inputs`, :mod:`utils.tma.rules`): the same bad input gives the same error on a laptop.
 """
@@ -158,9 +159,11 @@ _COMPILED: dict = {}
 
 
 def _compiled(fn, key, *args):
-    from .compat import compile_kernel
+    """``fn`` compiled for this GPU (:func:`.compat.launch_arch`: sm_90a on Hopper, sm_100a on a
+    B200, ...): these kernels use only TMA, mbarriers and clusters, which every such GPU has."""
+    from .compat import compile_kernel, launch_arch
     if key not in _COMPILED:
-        _COMPILED[key] = compile_kernel(fn, *args)
+        _COMPILED[key] = compile_kernel(fn, *args, arch=launch_arch())
     return _COMPILED[key]
 
 

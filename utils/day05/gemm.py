@@ -35,6 +35,11 @@ GPU_CONFIGS = {
     ("v4", "float16"): _cfg(128, 256, 64, 8, 4, GROUP_M=8, FLATTEN=True, SUBTILE=True, WARP_SPEC=False),
     ("v4", "bfloat16"): _cfg(128, 256, 64, 8, 4, GROUP_M=8, FLATTEN=True, SUBTILE=True, WARP_SPEC=False),
 }
+# On a GPU with TMA but 99 KB of shared memory per block (compute capability 12.x, where Triton
+# 3.9 gives v3 160 KiB and v4 176 KiB with the configs above): 128 x 128 tiles, 3 stages, at most
+# 96 KiB (compiled for sm_120a without a GPU). Elsewhere the configs above fit: sm_100a needs at most
+# 224 KiB of B200's 227 KB, and without TMA (sm_80, sm_86) Triton needs at most 96 KiB.
+SMALL_SMEM_CONFIGS = {key: dict(cfg, BN=128, num_stages=3) for key, cfg in GPU_CONFIGS.items()}
 # Under the interpreter: small blocks, so that 100 x 72 x 80 leaves partial tiles everywhere.
 CPU_CONFIGS = {"v0": _cfg(32, 64, 32, 4, 2), "v1": _cfg(32, 64, 32, 4, 2),
                "v2": _cfg(32, 64, 32, 4, 2, GROUP_M=2), "v3": _cfg(32, 64, 32, 4, 2, GROUP_M=2),
@@ -54,7 +59,10 @@ def config(step: str, dtype, tier) -> dict:
     if step not in STEPS:
         raise ValueError(f"step must be one of {list(STEPS)}, got {step!r}")
     name = dtype_name(dtype)
-    return dict(GPU_CONFIGS[(step, name)] if tier.has_gpu else CPU_CONFIGS[step])
+    if not tier.has_gpu:
+        return dict(CPU_CONFIGS[step])
+    small = tier.has("tma") and not tier.has("big_smem")
+    return dict((SMALL_SMEM_CONFIGS if small else GPU_CONFIGS)[(step, name)])
 
 
 def num_sms(tier) -> int:

@@ -40,13 +40,23 @@ def tile_m(M) -> int:
     return min(128, max(16, 1 << (M - 1).bit_length()))
 
 
-def tile_configs(M, N, K, sms) -> dict:
+def small_smem(tier=None) -> bool:
+    """True on a GPU with TMA but 99 KB of shared memory per block (compute capability 12.x), where
+    Triton 3.9's TMA pipelines need fewer stages than on Hopper: for sm_120a the narrow tiles take
+    120-136 KiB with 6 stages, 72-88 KiB with 4; the grouped 128 x 256 tiles 160 KiB, 128 x 128 96 KiB."""
+    from ..core.tier import current
+    tier = tier or current()
+    return tier.has("tma") and not tier.has("big_smem")
+
+
+def tile_configs(M, N, K, sms, tier=None) -> dict:
     """``{contender: config}`` for a shape: "wide" tiles are BM x 128, "narrow" tiles halve N to
-    BM x 64; the split count is :func:`utils.day05.skinny.split_k`'s rule for the wide tiles."""
+    BM x 64; the split count is :func:`utils.day05.skinny.split_k`'s rule for the wide tiles.
+    With 99 KB of shared memory per block (:func:`small_smem`) the narrow tiles take 4 stages."""
     BM = tile_m(M)
     s = skinny.split_k(M, N, K, BM, 128, 64, sms)
     wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM == 128 else 4, num_stages=4)
-    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=6)
+    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=4 if small_smem(tier) else 6)
     return {WIDE: dict(wide, splits=1), SPLIT32: dict(wide, splits=s, reduce="float32"),
             SPLIT16: dict(wide, splits=s, reduce="out"), NARROW: dict(narrow, splits=1),
             STREAMK: dict(narrow, programs=sms, reduce="out")}
@@ -188,6 +198,11 @@ LOOP, GRAPH, GROUPED_MM, TRITON_GROUPED = ("cuBLAS loop (torch.mm per group)", "
 GROUPED_CFG = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
 
 
+def grouped_config(tier=None) -> dict:
+    """:data:`GROUPED_CFG`, or 128 x 128 tiles on a GPU with 99 KB of shared memory per block."""
+    return dict(GROUPED_CFG, BN=128) if small_smem(tier) else dict(GROUPED_CFG)
+
+
 def mix_sizes(groups, tokens, top_k, seed=0) -> list:
     """Rows per expert when ``tokens`` tokens each pick ``top_k`` distinct experts of ``groups``,
     with uneven expert popularity (weights u^2 + 0.05, u uniform): a skewed, realistic routing."""
@@ -234,8 +249,9 @@ def grouped_contenders(a, b, sizes) -> dict:
     if hasattr(torch, "_grouped_mm") and a.dtype == torch.bfloat16:
         ends = torch.tensor(offs[1:], device=a.device, dtype=torch.int32)
         cons[GROUPED_MM] = lambda: torch._grouped_mm(a, b, offs=ends)
-    plan = st.grouped_plan(sizes, b.shape[2], GROUPED_CFG["BM"], GROUPED_CFG["BN"], a.device)   # routing metadata,
-    cons[TRITON_GROUPED] = lambda: st.grouped(a, b, plan=plan, **GROUPED_CFG)                 # made once (on the GPU in a model)
+    cfg = grouped_config()
+    plan = st.grouped_plan(sizes, b.shape[2], cfg["BM"], cfg["BN"], a.device)   # routing metadata,
+    cons[TRITON_GROUPED] = lambda: st.grouped(a, b, plan=plan, **cfg)           # made once (on the GPU in a model)
     return cons
 
 

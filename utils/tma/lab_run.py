@@ -170,10 +170,12 @@ def sanitizer_lines(row: dict) -> list:
 
 def symptom(stem: str, name: str, tier) -> dict:
     """Kernel ``name``'s row: measured now in a subprocess on Hopper (:func:`measure`), else the
-    recording in ``results/``; prints where it comes from and :func:`describe`."""
+    recording in ``results/``; prints where it comes from and :func:`describe`. The notebook
+    asserts the symptoms seen on the H100 and H200 (which error, how many elements): on another
+    GPU with TMA they are unknown, so it shows Hopper's recording (needs ``sm90a``: Hopper)."""
     from ..core import results
     rows, label = results.record_or_load(stem, lambda: measure((known(name),)), tier, names=(name,),
-                                         needs="tma")
+                                         needs="sm90a")
     row = results.pick(rows, name)
     print(f"{name} ({label}):\n  {describe(row)}")
     return row

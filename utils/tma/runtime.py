@@ -1,4 +1,8 @@
-"""Run the TMA teaching kernels (``tma_kernels.cu``) from Python with CuPy, on a Hopper GPU.
+"""Run the TMA teaching kernels (``tma_kernels.cu``) from Python with CuPy, on a GPU with TMA.
+
+CuPy compiles them for the GPU they run on (``sm_90`` on Hopper, ``sm_100`` on a B200, ``sm_120``
+on an RTX 50): they use only baseline sm_90 features (TMA, mbarrier transaction counts, clusters),
+never ``sm_90a`` ones, so they run on every GPU of compute capability 9.0 or higher.
 
 Every launcher validates its inputs first, with the rules of :mod:`.rules` (the validator's and
 the NumPy model's: the same bad input gets the same error, before any GPU work), passes the

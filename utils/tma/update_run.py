@@ -33,8 +33,16 @@ GROUP = np.dtype([("ptr", "<u8"), ("rows", "<u4"), ("cols", "<u4"), ("row_stride
 
 @functools.lru_cache(maxsize=None)
 def _module():
+    """``update_kernels.cu`` compiled for this GPU's architecture-specific target: tensormap.replace
+    exists only for sm_90a, sm_100a/f, sm_110f, sm_120a/f (PTX ISA; utils.core.features), so
+    ``sm_90a`` on Hopper, ``sm_100a`` on a B200, ``sm_120a`` on an RTX 50."""
     import cupy as cp
-    return cp.RawModule(code=update.SOURCE, options=("-std=c++17", "-arch=sm_90a"))   # tensormap.replace: sm_90a
+    from ..core.features import arch_target
+    cc = cp.cuda.Device().compute_capability           # "90", "100", "120"
+    arch = arch_target((int(cc[:-1]), int(cc[-1])))
+    if arch is None:
+        raise RuntimeError(f"tensormap.replace needs compute capability 9.0 or higher, this GPU is {cc[:-1]}.{cc[-1]}")
+    return cp.RawModule(code=update.SOURCE, options=("-std=c++17", f"-arch={arch}"))
 
 
 def _check_groups(arrays):

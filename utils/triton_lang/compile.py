@@ -2,7 +2,8 @@
 
 * :func:`triton_ptx` / :func:`triton_compile`: a ``@triton.jit`` kernel compiled with Triton's
   bundled compiler (works under ``TRITON_INTERPRET=1`` too); read the PTX with
-  :mod:`utils.core.ptx`.
+  :mod:`utils.core.ptx`. ``arch=100`` or ``120`` compiles for ``sm_100a`` / ``sm_120a`` instead;
+  ``options`` passes further backend options (e.g. ``{"clc": True}``, see :func:`compile_options`).
 * :func:`hopper_warp_specialization`: does this Triton warp-specialize a TMA loop for sm_90a?
   (decided by compiling it twice).
 
@@ -62,8 +63,16 @@ def _compilable(fn, _seen=None):
     return jit
 
 
+def compile_options() -> set:
+    """Names of the options this Triton's CUDA backend accepts (``num_warps``, ``num_ctas``, and in
+    Triton 3.9 ``clc``, ...): an option a version lacks would otherwise be ignored silently."""
+    from triton.backends.nvidia.compiler import CUDAOptions
+    return set(CUDAOptions.__dataclass_fields__)
+
+
 def triton_compile(kernel, signature: dict, constexprs: dict | None = None, *, arch: int = 90,
-                   num_warps: int = 4, num_stages: int = 3, aligned: tuple = ()):
+                   num_warps: int = 4, num_stages: int = 3, aligned: tuple = (),
+                   options: dict | None = None):
     """A Triton kernel compiled for ``sm_<arch>a`` without launching it (a ``CompiledKernel``:
     ``.asm["ptx"]``, ``.metadata.shared``, ``.metadata.tensordesc_meta``, ...).
 
@@ -72,6 +81,7 @@ def triton_compile(kernel, signature: dict, constexprs: dict | None = None, *, a
     ``aligned`` names arguments promised to be multiples of 16 (pointers, row lengths), as
     Triton assumes when it launches with such values; it enables 16-byte vector accesses.
     Works under the interpreter too (jitted helpers the kernel calls are compiled as well).
+    ``options``: further backend options by name (:func:`compile_options`), e.g. ``{"clc": True}``.
     """
     import triton
     from triton.backends.compiler import GPUTarget
@@ -94,7 +104,11 @@ def triton_compile(kernel, signature: dict, constexprs: dict | None = None, *, a
         raise ValueError(f"aligned names {unknown} are not arguments; arguments: {names}")
     attrs = {(names.index(a),): [["tt.divisibility", 16]] for a in aligned} or None
     src = ASTSource(fn=fn, signature=signature, constexprs=constexprs, attrs=attrs)
-    options = {"num_warps": num_warps, "num_stages": num_stages}
+    extra = dict(options or {})
+    unknown = sorted(set(extra) - compile_options())
+    if unknown:
+        raise ValueError(f"Triton {_version()} has no compile option {unknown}; it has {sorted(compile_options())}")
+    options = {"num_warps": num_warps, "num_stages": num_stages, **extra}
     return triton.compile(src, target=GPUTarget("cuda", arch, 32), options=options)
 
 
