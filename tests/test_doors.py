@@ -21,7 +21,7 @@ import pytest
 
 import utils
 
-utils.setup(quiet=True)
+T = utils.setup(quiet=True)
 torch = pytest.importorskip("torch")
 from utils.cute_dsl import attention as cute_attention, compat, counters, gemm, gemm_cpasync  # noqa: E402
 from utils.cute_dsl import gemm_ws, ladder, tma as cute_tma  # noqa: E402
@@ -103,8 +103,9 @@ def _torch_dtype(name):
 
 
 def _triton_out(name):
-    a, b = torch.zeros(16, 64, dtype=torch.float16), torch.zeros(64, 32, dtype=torch.float16)
-    return a, b, torch.zeros(16, 32, dtype=_torch_dtype(name))
+    """Operands where the Triton kernels run: the interpreter's CPU, or the GPU on a GPU tier."""
+    a, b = (torch.zeros(*s, dtype=torch.float16, device=T.device) for s in ((16, 64), (64, 32)))
+    return a, b, torch.zeros(16, 32, dtype=_torch_dtype(name), device=T.device)
 
 
 DOORS = {
@@ -387,3 +388,14 @@ def test_right_values_come_back_as_python_ints():
     assert feed.l2_bytes(np.int64(2), "multicast", 16384, 32, 1584) == feed.delivered_bytes(16384, 32, 1584) // 2
     spec = make_spec(ArrayInfo((32, 64), (128, 2), "float16", np.uint64(2**64 - 16)), (8, 64))
     assert spec.global_address == 2**64 - 16 and type(spec.global_address) is int
+
+
+def test_a_tensor_that_passed_is_remembered_by_all_the_rules_read():
+    """Launchers are timed: a tensor seen before costs a lookup, and any change the rules read
+    (here only the address, off by 2 bytes) is checked again."""
+    from utils.cute_dsl import inputs
+    flat = torch.zeros(128 * 64 + 8, dtype=torch.float16)
+    good, shifted = flat[:128 * 64].view(128, 64), flat[1:1 + 128 * 64].view(128, 64)
+    assert inputs.tma_tensor("src", good, rank=2) is inputs.tma_tensor("src", good, rank=2)
+    with pytest.raises(ValueError, match="16-B aligned"):
+        inputs.tma_tensor("src", shifted, rank=2)

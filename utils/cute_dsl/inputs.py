@@ -19,11 +19,27 @@ from ..tma.descriptor import ArrayInfo, array_info
 WGMMA_DTYPES = ("float16", "bfloat16")     # A and B of the course's wgmma GEMMs and attention
 
 
+_PASSED: dict = {}     # tensors already found good, by everything the rules read: launchers are timed
+
+
 def tma_tensor(name: str, t, rank: int | None = None) -> ArrayInfo:
     """Check the torch tensor ``t`` (argument ``name``) as a TMA global tensor of ``rank`` axes,
-    contiguous; return its :class:`~utils.tma.descriptor.ArrayInfo`."""
+    contiguous; return its :class:`~utils.tma.descriptor.ArrayInfo`. A tensor described exactly
+    as one that passed (shape, strides, dtype, address) is not checked again, so a launcher
+    called in a timed loop pays a dictionary lookup, not the rules."""
     if type(t).__module__.split(".")[0] != "torch" or not hasattr(t, "dim"):
         raise TypeError(f"{name} must be a torch tensor, got {type(t).__name__}")
+    key = (name, rank, tuple(t.shape), t.stride(), t.dtype, t.data_ptr())
+    if key in _PASSED:
+        return _PASSED[key]
+    if len(_PASSED) > 1024:
+        _PASSED.clear()
+    _PASSED[key] = info = _check(name, t, rank)
+    return info
+
+
+def _check(name: str, t, rank: int | None) -> ArrayInfo:
+    """The rules themselves (see :func:`tma_tensor`)."""
     if rank is not None and t.dim() != rank:
         raise ValueError(f"{name} must be a {rank}-D tensor, got shape {tuple(t.shape)}")
     info = array_info(t)
