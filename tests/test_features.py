@@ -59,6 +59,7 @@ def test_rows_name_their_target_and_unknown_counts_as_absent():
     assert F.row("tma", (13, 0)).ok                                  # baseline: sm_90 and later
     assert F.max_cluster((9, 0)) == 8 and F.max_cluster((9, 0), portable=False) == 16
     assert F.max_cluster((12, 0), portable=False) is None and F.max_cluster((8, 0)) is None
+    assert F.max_cluster((10, 0), portable=False) is None      # not found in a primary source
     assert F.smem_per_block((12, 1)) == 99 * 1024 and F.smem_per_block((10, 0)) == 227 * 1024
     with pytest.raises(ValueError, match="unknown feature"):
         F.row("fp8", (9, 0))

@@ -66,7 +66,7 @@ class Notebook:
                 elif isinstance(node, ast.ImportFrom) and node.module:
                     for a in node.names:
                         self.alias[a.asname or a.name] = f"{node.module}.{a.name}"
-            for node in tree.body:
+            for node in ast.walk(tree):                        # nested functions and methods too
                 if isinstance(node, ast.FunctionDef):
                     self.functions[node.name] = node
         for i, tree in self.trees:
@@ -100,7 +100,8 @@ class Notebook:
             name = self.path(test.func) or ""
             if name.endswith("explain_skip") and len(test.args) >= 2:
                 return frozenset(_const_names(test.args[1]) or ()), frozenset()
-            if isinstance(test.func, ast.Attribute) and test.func.attr == "has" and test.args:
+            if (isinstance(test.func, ast.Attribute) and test.func.attr == "has" and test.args
+                    and isinstance(test.func.value, ast.Name) and test.func.value.id == "T"):   # the tier
                 return frozenset(_const_names(test.args[0]) or ()), frozenset()
         return frozenset(), frozenset()
 
@@ -121,8 +122,17 @@ class Notebook:
             self.visit(node, guard)
 
     def visit(self, node, guard):
-        if isinstance(node, (ast.FunctionDef, ast.ClassDef)):
+        if isinstance(node, ast.FunctionDef):
             return                                           # runs only where it is called
+        if isinstance(node, ast.ClassDef):   # a method's callers are not traced: judge it where defined
+            for item in node.body:
+                if isinstance(item, ast.FunctionDef):
+                    outer, self.function = self.function, f"{node.name}.{item.name}"
+                    self.walk(item.body, guard)
+                    self.function = outer
+                else:
+                    self.visit(item, guard)
+            return
         if isinstance(node, (ast.If, ast.IfExp)):
             yes, no = self.guard(node.test)
             self.visit(node.test, guard)
@@ -138,6 +148,8 @@ class Notebook:
                 return
             for child in [*node.args, *(k.value for k in node.keywords)]:
                 self.visit(child, guard)
+            if isinstance(node.func, ast.Name):
+                self.visit(node.func, guard)                 # a notebook helper called: walk its body
             self.walk([n for n in ast.iter_child_nodes(node.func)], guard)
             return
         if isinstance(node, ast.Attribute) and isinstance(node.ctx, ast.Load):

@@ -3,8 +3,9 @@
 The course asks for a *feature* (``T.has("wgmma")``), never for a major version. This module is the
 one place that says which compute capability has which feature, and why:
 
-* **baseline** features (TMA, mbarrier transaction counts, clusters) need ``sm_90`` or higher; code
-  compiled for ``sm_90`` runs on every later GPU.
+* **baseline** features (TMA, mbarrier transaction counts, clusters) need ``sm_90`` or higher; PTX
+  for ``compute_90`` runs on every later GPU through the driver's JIT, but an ``sm_90`` cubin runs
+  only on 9.x, so the course compiles such kernels for the GPU they run on.
 * **architecture-specific** ("a") and **family-specific** ("f") features need a target such as
   ``sm_90a`` or ``sm_100f``. Code compiled for an "a" target runs only on that exact compute
   capability; an "f" target runs on the members of its family (CUDA C++ Programming Guide 5.1.2,
@@ -46,10 +47,10 @@ TARGETS = {
 SMEM_PER_BLOCK_KB = {(7, 5): 64, (8, 0): 163, (8, 6): 99, (8, 7): 163, (8, 9): 99, (9, 0): 227,
                      (10, 0): 227, (10, 3): 227, (11, 0): 227, (12, 0): 99, (12, 1): 99}
 # Largest cluster without opt-in: 8 on sm_90 "and all compute capabilities higher" (Driver API);
-# with cudaFuncAttributeNonPortableClusterSizeAllowed: 16 on H100 (Hopper Tuning Guide) and on
-# B200 (Blackwell Tuning Guide, as quoted by others; not re-read here); unknown elsewhere.
+# with cudaFuncAttributeNonPortableClusterSizeAllowed: 16 on H100 (Hopper Tuning Guide); unknown
+# elsewhere (a figure of 16 for B200 is quoted second-hand but was not found in a primary source).
 PORTABLE_CLUSTER = 8
-NON_PORTABLE_CLUSTER = {(9, 0): 16, (10, 0): 16}
+NON_PORTABLE_CLUSTER = {(9, 0): 16}
 # What the installed compilers target, checked here by compiling the course's kernels without a
 # GPU (Triton 3.9, nvidia-cutlass-dsl 4.8.1, NVRTC 13.5 + Triton's ptxas 13.4).
 CUTEDSL_TARGETS = {"sm_90a", "sm_100a", "sm_103a", "sm_120a", "sm_121a"}
@@ -71,8 +72,8 @@ FEATURES = {   # name -> what it is (the order of the report)
     "sm90a": "code compiled for sm_90a (the course's wgmma kernels, Hopper's recordings)",
     "big_smem": "227 KB of shared memory per block (the course's buffers are sized for it)",
     "cutedsl": "CuteDSL 4.8.1 compiles the course's TMA kernels for this GPU",
-    "triton": "Triton 3.9 compiles for this GPU (checked without a GPU)",
-    "nvrtc": "NVRTC 13.5 compiles CUDA C++ for this GPU",
+    "triton": "Triton compiles for this GPU (targets checked without a GPU, with Triton 3.9)",
+    "nvrtc": "NVRTC compiles CUDA C++ for this GPU (archs read from NVRTC 13.5)",
 }
 
 
@@ -156,11 +157,22 @@ def row(name: str, cc) -> Row:
         return Row(name, t in CUTEDSL_TARGETS if t else False, f"targets {'/'.join(_order(CUTEDSL_TARGETS))}"
                    + ("" if t in CUTEDSL_TARGETS else f", not {t or 'this GPU (no TMA)'}"))
     if name == "triton":
+        installed = _installed("triton")
+        other = f"; checked with Triton 3.9, installed here: {installed}" if installed and not installed.startswith("3.9") else ""
         return Row(name, cc in TRITON_CAPABILITIES, f"sm_{cc[0]}{cc[1]}{'a' if cc >= (9, 0) else ''}"
-                   + ("" if cc in TRITON_CAPABILITIES else " not checked"))
+                   + ("" if cc in TRITON_CAPABILITIES else " not checked") + other)
     if name == "nvrtc":
         return Row(name, cc[0] * 10 + cc[1] in NVRTC_ARCHS, f"supported archs {sorted(NVRTC_ARCHS)}")
     return _specific(name, cc)
+
+
+def _installed(dist: str) -> str | None:
+    """The installed version of distribution ``dist`` (package metadata: nothing is imported)."""
+    from importlib import metadata
+    try:
+        return metadata.version(dist)
+    except metadata.PackageNotFoundError:
+        return None
 
 
 def table(cc) -> dict:

@@ -187,14 +187,16 @@ def _needs(needs) -> tuple:
 
 
 def missing(tier: Tier, needs) -> str | None:
-    """The first feature of ``needs`` (a name or a tuple of names) that ``tier`` lacks, or None."""
-    return next((n for n in _needs(needs) if not tier.has(n)), None)
+    """The most basic feature of ``needs`` (a name or a tuple of names; in the order of
+    :data:`utils.core.features.FEATURES`, so "tma" before "cutedsl") that ``tier`` lacks, or None."""
+    names = set(_needs(needs))
+    return next((n for n in F.FEATURES if n in names and not tier.has(n)), None)
 
 
 def why_not(tier: Tier, feature: str) -> str:
     """One line: why ``tier`` lacks ``feature``, naming the GPU's compute capability."""
     gpu = f"compute capability {F.cc_text(tier.capability)}" if tier.capability else "no GPU"
-    return f"it needs {feature}, which this machine ({gpu}) lacks: {tier.features[feature].why}"
+    return f"it needs {feature}, which this tier ({gpu}) lacks: {tier.features[feature].why}"
 
 
 def explain_skip(tier: Tier, needs, what: str) -> bool:
