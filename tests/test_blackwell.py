@@ -261,6 +261,10 @@ TMEM_WRONG = {
     "rows as columns": (lambda m, n, p, s: (lambda c: c if c <= 512 else None)(_p2(m * s)), "use tile_n, not tile_m"),
     "a float": (lambda m, n, p, s: float(pair_checks.tmem_columns_ref(m, n, p, s) or 0), "a float is not a count"),
     "raises": (lambda m, n, p, s: [32, 64][s], "raised IndexError"),
+    "rounded per stage": (lambda m, n, p, s: (lambda c: c if c <= 512 else None)(_p2(_fold(m, n, p)) * s),
+                          "round the total"),
+    "a pair always halves N": (lambda m, n, p, s: (lambda c: c if c <= 512 else None)(_p2((n // 2 if p else n) * s)),
+                               "a pair does not always halve N"),
 }
 TMEM_HINTS = [h for _, h in pair_checks.TMEM_SLIPS]
 

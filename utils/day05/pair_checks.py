@@ -31,7 +31,8 @@ def tmem_columns_ref(tile_m: int, tile_n: int, pair: bool, stages: int = 1):
 TMEM_CASES = [(128, 256, False, 1), (128, 96, False, 1), (128, 16, False, 1), (128, 256, False, 2),
               (128, 160, False, 2), (128, 192, False, 3), (64, 128, False, 1), (64, 48, False, 2),
               (256, 256, True, 1), (256, 96, True, 2), (256, 256, True, 2), (128, 256, True, 1),
-              (128, 64, True, 1), (128, 128, True, 4), (256, 80, True, 2), (64, 24, False, 1)]
+              (128, 64, True, 1), (128, 128, True, 4), (256, 80, True, 2), (64, 24, False, 1),
+              (128, 64, False, 3), (64, 32, False, 3)]
 _pow2 = lambda n: max(32, 1 << (n - 1).bit_length())  # noqa: E731
 _fit = lambda c: c if c <= TMEM_COLUMNS else None      # noqa: E731
 _fold = lambda m, n, p: n // 2 if (m, p) == (128, True) else n  # noqa: E731
@@ -58,6 +59,12 @@ TMEM_SLIPS = [
      "a CTA has 512 columns: an allocation above that does not fit, return None"),
     (lambda m, n, p, s: _fit(_pow2(m * s)),
      "columns hold the tile's N dimension (rows go to lanes): use tile_n, not tile_m"),
+    (lambda m, n, p, s: _fit(_pow2(_fold(m, n, p)) * s),
+     "round the total: 3 x 64 = 192 is not a power of two (allocate 256), so round stages x columns, "
+     "not each stage"),
+    (lambda m, n, p, s: _fit(_pow2((n // 2 if p else n) * s)),
+     "a pair does not always halve N: its M=256 tile is 128 rows in each CTA (N columns); only its M=128 "
+     "tile leaves each CTA 64 rows and N/2 columns"),
 ]
 
 
