@@ -159,7 +159,7 @@ def test_the_span_contender_changes_one_thing():
 
 def test_the_copy_results_file_belongs_to_notebook_05():
     from utils.core import gallery
-    assert gallery.source(cm.STEM) == "day05_tma/05_gemm_ladder"
+    assert gallery.source(cm.STEM) == "day05_tma/05b_ladder_lab_report"
 
 
 def _copy_recording(folder, device, date, names):
@@ -361,4 +361,4 @@ def test_the_1_gib_parts_change_only_the_size():
 
 def test_the_1_gib_results_file_belongs_to_notebook_05():
     from utils.core import gallery
-    assert gallery.source(cm.BIG_STEM) == "day05_tma/05_gemm_ladder"
+    assert gallery.source(cm.BIG_STEM) == "day05_tma/05b_ladder_lab_report"

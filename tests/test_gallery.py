@@ -98,34 +98,84 @@ def test_old_burst_timing_is_labelled():
     assert gallery.label(doc).endswith("(timing: burst)")
 
 
-def test_gemm_summary_picks_each_stacks_best_step_per_device(tmp_path, monkeypatch):
-    import json
-    from utils.core import gallery, results
-    monkeypatch.setattr(results, "results_dir", lambda: tmp_path)
-    def doc(device, rows):
-        return {"device": device, "date": "2026-11-23T00:00:00+00:00", "rows": rows}
-    def row(name, ratio, lo=None, hi=None, shape=(4096, 4096, 4096), ref="cuBLAS (torch.matmul)"):
-        r = {"name": name, "metric": "TFLOP/s", "value": 700.0 * ratio, "ratio": ratio, "reference": ref,
-             "reference_value": 700.0, "shape": list(shape), "dtype": "float16"}
-        if lo is not None:
-            r.update(ratio_lo=lo, ratio_hi=hi)
-        return r
-    for dev in ("nvidia-h100", "nvidia-h200"):
-        (tmp_path / dev).mkdir()
-        name = dev.upper().replace("-", " ")
-        (tmp_path / dev / "03_triton_tma_gemm.json").write_text(json.dumps(doc(name, [
-            row("cuBLAS (torch.matmul)", 1.0), row("Triton v1", 0.95), row("Triton v3", 0.99, 0.98, 1.0),
-            row("Triton v3", 0.5, shape=(128, 8192, 8192))])))
-        (tmp_path / dev / "04_cutedsl_tma_gemm.json").write_text(json.dumps(doc(name, [
-            row("CuteDSL 4 stages", 0.97), row("CuteDSL ws", 0.98, 0.97, 0.99)])))
-    rows = gallery.gemm_summary()
-    assert [(r["device"], r["stack"], r["name"]) for r in rows] == [
-        ("NVIDIA H100", "Triton", "Triton v3"), ("NVIDIA H100", "CuteDSL", "CuteDSL ws"),
-        ("NVIDIA H200", "Triton", "Triton v3"), ("NVIDIA H200", "CuteDSL", "CuteDSL ws")]
-    assert all(r["size"] == 4096 for r in rows)            # the skinny shape is not square: left out
-    import matplotlib
-    matplotlib.use("Agg")
-    fig = gallery.show_gemm_summary(rows)
-    assert len(fig.axes) == 2
-    with pytest.raises(ValueError, match="no GEMM rows"):
-        gallery.show_gemm_summary([])
+def test_charts_split_long_files_and_keep_subprocess_times_apart():
+    kernel = [dict(ROW, name=f"k{i}", metric="ms", shape=[64 * (i % 2 + 1)]) for i in range(30)]
+    lab = [dict(ROW, name=f"lab{i}", metric="ms", exit_status=0) for i in range(3)]
+    out = gallery.charts(kernel + lab)
+    assert all(len(rows) <= gallery.MAX_BARS for _, rows in out)
+    titles = [t for t, _ in out]
+    assert titles[-1] == "ms, subprocess wall time" and len(out[-1][1]) == 3
+    assert not any("exit_status" in r for _, rows in out[:-1] for r in rows), "never beside kernel times"
+    assert sum(len(rows) for _, rows in out) == 33 and len(titles) == len(set(titles))
+
+
+def test_real_gallery_charts_stay_small():
+    for stem in gallery.stems():
+        from utils.core import results
+        for doc in results.documents(stem):
+            assert all(len(rows) <= gallery.MAX_BARS for _, rows in gallery.charts(doc["rows"])), stem
+
+
+def _screen_docs(tmp_path, ratio_h200):
+    (tmp_path / "nvidia-h200").mkdir()
+    base = dict(ROW, reference="memcpy", ratio_lo=None, ratio_hi=None)
+    for folder, device, r in ((tmp_path, "NVIDIA H100 80GB HBM3", 0.97), (tmp_path / "nvidia-h200", "NVIDIA H200", ratio_h200)):
+        rows = [dict(base, name="memcpy", ratio=1.0), dict(base, ratio=r, value=3100.0 * r),
+                dict(base, name="plain", reference="plain", ratio=1.0, value=1000.0)]
+        (folder / "demo.json").write_text(json.dumps({"device": device, "date": "2026-11-23T00:00:00", "rows": rows}))
+
+
+@pytest.fixture
+def screen(recorded, monkeypatch):
+    from utils.core import gallery_days as gd
+    chart = gd.Chart("copies / memcpy", [gd.Bar("TMA", "demo", "TMA copy", "memcpy", {}),
+                                          gd.Bar("plain / memcpy", "demo", "plain", "memcpy", {})])
+    take = gd.Takeaway("TMA does not beat memcpy", ["TMA"], lambda v: v["TMA"] <= 1.0)
+    monkeypatch.setitem(gd.SCREENS, "demo", {"title": "Demo day", "charts": [chart], "takeaways": [take]})
+    return recorded
+
+
+def test_screen_side_by_side_and_ratio_from_values(screen, capsys):
+    _screen_docs(screen, 0.95)
+    rows = gallery.screen_rows("demo")
+    assert [(r["device"], r["label"]) for r in rows] == [
+        ("H100", "TMA"), ("H200", "TMA"), ("H100", "plain / memcpy"), ("H200", "plain / memcpy")]
+    plain = rows[2]
+    assert plain["ratio"] == pytest.approx(1000 / 3000), "a row with another reference: value / reference value"
+    fig = gallery.show_screen("demo")
+    assert len(fig.axes) == 2 and fig.axes[0].get_title().startswith("H100")
+    out = capsys.readouterr().out
+    assert "Demo day" in out and "0.97x" in out and "0.95x" in out
+    assert gallery.takeaways("demo") == [("TMA does not beat memcpy", True, "H100: TMA 0.97x; H200: TMA 0.95x")]
+
+
+def test_takeaway_that_a_recording_breaks_is_reported(screen):
+    _screen_docs(screen, 1.04)
+    [(claim, holds, figures)] = gallery.takeaways("demo")
+    assert not holds and "H200: TMA 1.04x" in figures
+
+
+def test_screen_bad_key_and_missing_row(screen):
+    with pytest.raises(ValueError, match="screen must be one of"):
+        gallery.show_screen("day9")
+    _screen_docs(screen, 0.95)
+    from utils.core import gallery_days as gd
+    gd.SCREENS["demo"]["charts"][0].bars.append(gd.Bar("x", "demo", "absent", "memcpy", {}))
+    with pytest.raises(KeyError, match="absent"):
+        gallery.screen_rows("demo")
+
+
+def test_too_many_bars_rejected(screen):
+    from utils.core import gallery_days as gd
+    bars = [gd.Bar(f"b{i}", "demo", "TMA copy", "memcpy", {}) for i in range(gallery.MAX_BARS + 1)]
+    gd.SCREENS["demo"]["charts"] = [gd.Chart("too many", bars)]
+    with pytest.raises(ValueError, match="more than 20"):
+        gallery.screen_rows("demo")
+
+
+def test_real_screens_hold_and_cover_every_file():
+    from utils.core import gallery_days as gd
+    assert set(gallery.stems()) <= set(gallery.covered())
+    for key in gd.SCREENS:
+        assert all(holds for _, holds, _ in gallery.takeaways(key)), key
+    assert gallery.short_device("NVIDIA H100 80GB HBM3") == "H100" and gallery.short_device("NVIDIA H200") == "H200"

@@ -16,7 +16,7 @@ LAYERS = {
     "core": 0,
     "cuda_cpp": 1, "triton_lang": 1,
     "tma": 2,
-    "cute_dsl": 3,
+    "cute_dsl": 3, "emu": 3,
     "day01": 4, "day02": 5, "day05": 6,
     "": 7,  # utils/__init__.py: the notebooks' entry point (utils.setup)
 }

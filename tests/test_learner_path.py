@@ -14,7 +14,7 @@ from utils.core import exercises, shipped
 
 ROOT = pathlib.Path(__file__).resolve().parent.parent
 NB = "day05_tma/01_tma_concepts.ipynb"
-ANSWER_CELL = "def bytes_in_flight(latency_ns, bandwidth_gbs):"
+ANSWER_CELL = "def warp_instructions_per_tile(rows, cols, elem_bytes, vector_bytes=16):"
 
 
 @pytest.fixture
@@ -35,9 +35,10 @@ def fill_in(path: pathlib.Path) -> bytes:
     sol = json.loads((path.parents[1] / "solutions" / path.parent.name / path.name).read_text())
     doc = json.loads(path.read_text())
     i = next(n for n, c in enumerate(doc["cells"]) if "".join(c["source"]).startswith(ANSWER_CELL))
-    body = "".join(sol["cells"][i]["source"]).replace("### BEGIN SOLUTION\n", "").replace("### END SOLUTION\n", "")
+    body = "".join(line for line in sol["cells"][i]["source"]
+                   if line.strip() not in ("### BEGIN SOLUTION", "### END SOLUTION"))
     doc["cells"][i].update(source=body.replace("    ", "    # my answer\n    ", 1), execution_count=3,
-                           outputs=[{"output_type": "stream", "name": "stdout", "text": ["[bytes_in_flight] correct.\n"]}])
+                           outputs=[{"output_type": "stream", "name": "stdout", "text": ["[warp_instructions_per_tile] correct.\n"]}])
     path.write_text(json.dumps(doc, indent=1))
     return path.read_bytes()
 

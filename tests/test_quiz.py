@@ -11,6 +11,7 @@ import pytest
 from utils.core.checks import CheckFailed
 from utils.core.quiz import Measured, Predict, Question, Quiz, QuizResult
 from utils.day05.quizzes import TMA_CONCEPTS
+from utils.day05.quiz_descriptors import TMA_DESCRIPTORS
 from utils.day01.quizzes import DAY01
 from utils.day02.quizzes import DAY02
 
@@ -21,13 +22,15 @@ SOLUTIONS = {
                           q10="d", q11="a", q12="c", q13="c", q14="b", q15="b", q16="b")),
     "day02": (DAY02, dict(q1="b", q2="b", q3="c", q4={"a", "b", "c"}, q5="c", q6="b", q7="b", q8="a",
                           q9="b", q10="b", q11="a", q12="c", q13="b", q14="b")),
-    "day05": (TMA_CONCEPTS, dict(q1="b", q2={"c", "d"}, q3="b", q4="b", q5="a", q6="b", q7="b", q8="b",
-                                 q9="c", q10="b", q11="b", q12="b", q13="b", q14={"a", "b", "c"}, q15="b",
-                                 q16="b", q17="a", q18="a", q19="c", q20="a", q21="b", q22="b")),
+    "day05": (TMA_CONCEPTS, dict(q1="b", q2={"c", "d"}, q3="b", q4="a", q5="c", q6="b", q7="b", q8="b",
+                                 q9="b", q10="b", q11="c")),
+    "day05_02": (TMA_DESCRIPTORS, dict(q1="b", q2="a", q3="b", q4="b", q5={"a", "b", "c"}, q6="b", q7="b",
+                                       q8="a", q9="b", q10="a", q11="b")),
 }
 NOTEBOOKS = {"day01": "day01_memory_basics/03_shared_memory_banks.ipynb",
              "day02": "day02_pipelining/03_async_barriers.ipynb",
-             "day05": "day05_tma/01_tma_concepts.ipynb"}
+             "day05": "day05_tma/01_tma_concepts.ipynb",
+             "day05_02": "day05_tma/02_descriptors_cupy.ipynb"}
 
 
 def _letters(a):
@@ -73,9 +76,9 @@ def test_wrong_options_are_all_explained_and_distinct():
 
 
 def test_partial_set_is_wrong_and_says_something_is_missing(capsys):
-    quiz, answers = SOLUTIONS["day05"]
-    with pytest.raises(CheckFailed, match="q14"):
-        quiz.grade(dict(answers, q14={"a", "b"}))
+    quiz, answers = SOLUTIONS["day05_02"]
+    with pytest.raises(CheckFailed, match="q5"):
+        quiz.grade(dict(answers, q5={"a", "b"}))
     assert "1 right choice is missing" in capsys.readouterr().out
 
 
@@ -231,7 +234,7 @@ SNIPPET_NVRTC = "release 13.5"   # the NVRTC of requirements.txt that produced t
 def test_ptx_snippets_are_real_compiler_output():
     from utils.cuda_cpp import day01 as cuda_day01, day02 as cuda_day02
     from utils.cuda_cpp.nvrtc import nvrtc_ptx
-    from utils.day05 import quizzes
+    from utils.day05 import quiz_descriptors, quizzes
     from utils.day01 import quizzes as quizzes_day01
     from utils.day02 import quizzes as quizzes_day02
     from utils.tma import runtime
@@ -241,7 +244,7 @@ def test_ptx_snippets_are_real_compiler_output():
     if release != SNIPPET_NVRTC:   # e.g. the GPU machine's CUDA 13.0 schedules the transpose differently
         pytest.skip(f"needs NVRTC {SNIPPET_NVRTC} (the quiz snippets' compiler); this machine has {release}")
     cases = [(quizzes_day01.TRANSPOSE_PTX, v2), (quizzes_day02.BULK_PTX, cuda_day02.ptx()),
-             (quizzes.LOAD_PTX, runtime.ptx()), (quizzes.STORE_PTX, runtime.ptx())]
+             (quizzes.LOAD_PTX, runtime.ptx()), (quiz_descriptors.STORE_PTX, runtime.ptx())]
     for snippet, text in cases:
         lines = norm(text)
         missing = [l for l in _ptx_lines(snippet) if l not in lines]
@@ -277,7 +280,7 @@ def test_notebook_quiz_cells(day, capsys):
     """The solution cell answers everything correctly; the generated exercise cell holds no
     answer and reports "not attempted" without raising."""
     quiz, answers = SOLUTIONS[day]
-    name = {"day01": "DAY01", "day02": "DAY02", "day05": "TMA_CONCEPTS"}[day]
+    name = {"day01": "DAY01", "day02": "DAY02", "day05": "TMA_CONCEPTS", "day05_02": "TMA_DESCRIPTORS"}[day]
     solution = _quiz_cell(ROOT / "solutions" / NOTEBOOKS[day])
     scope = {name: quiz}
     exec(solution, scope)

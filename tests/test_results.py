@@ -254,3 +254,37 @@ def test_format_table_keeps_long_names_apart_from_the_shape():
     long = dict(ROW, name="thread-driven copy (16 B/thread), a long name")
     line = plots.format_table([ROW, long]).splitlines()[-1]
     assert line.startswith(long["name"] + "  "), line
+
+
+def test_counters_refused_fall_back_to_the_recording(recording, monkeypatch, capsys):
+    """ncu installed but ERR_NVGPUCTRPERM (a learner account): the recording, said so, not a crash;
+    any other error, or a refusal in a cell that does not need ncu, still raises."""
+    from utils.core import ncu
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    monkeypatch.setattr(Tier, "has", lambda self, f: True, raising=False)
+    write(recording, [ROW])
+    monkeypatch.delenv("COURSE_RECORD")
+
+    def refused():
+        raise RuntimeError("ncu may not read the GPU's counters here (ERR_NVGPUCTRPERM): ...")
+    rows, label = results.record_or_load("demo", refused, HOPPER, needs="ncu")
+    assert rows == [ROW] and label.startswith("recorded on")
+    assert "counters were refused" in capsys.readouterr().out
+    with pytest.raises(RuntimeError, match="ERR_NVGPUCTRPERM"):
+        results.record_or_load("demo", refused, HOPPER, needs="tma")
+
+    def broken():
+        raise RuntimeError("ncu crashed")
+    with pytest.raises(RuntimeError, match="crashed"):
+        results.record_or_load("demo", broken, HOPPER, needs="ncu")
+
+
+def test_claim_asserts_on_a_recording_and_reports_on_a_live_run(capsys):
+    assert results.claim("recorded on NVIDIA H200, 2026-11-23", True, "v1 gains")
+    with pytest.raises(AssertionError, match="v1 gains: not true of the recording shown"):
+        results.claim("recorded on NVIDIA H200, 2026-11-23", False, "v1 gains")
+    assert results.claim("measured now on NVIDIA H100 80GB HBM3", False, "v1 gains") is False
+    assert "did NOT hold: v1 gains" in capsys.readouterr().out
+    assert results.claim("measured now on NVIDIA H100 80GB HBM3", 1, "v1 gains") is True
+    with pytest.raises(TypeError, match="label"):
+        results.claim(None, True, "v1 gains")

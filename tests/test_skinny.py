@@ -218,3 +218,35 @@ def test_check_split_count_rejects_planted_mistakes(i):
 def test_check_split_count_explains_malformed_answers(fn, match):
     with pytest.raises(CheckFailed, match=match):
         skinny_checks.check_split_count(fn)
+
+
+def test_ceiling_is_the_larger_of_memory_and_compute_time():
+    mem = skinny.memory_bound_ms(128, 8192, 8192, 2, 3000)
+    assert skinny.ceiling(128, 8192, 8192, 2, 3000) == (mem, "memory")            # no peak: memory alone
+    assert skinny.ceiling(128, 8192, 8192, 2, 3000, 989) == (mem, "memory")       # 2.2 us of flops < 46 us of bytes
+    comp = 2 * 256 * 8192 * 8192 / 989e12 * 1e3
+    assert skinny.ceiling(256, 8192, 8192, 2, 4157, 989) == pytest.approx((comp, "compute"))   # H200 at M = 256
+    assert skinny.ceiling(256, 8192, 8192, 2, 2962, 989)[1] == "memory"                         # H100 at M = 256
+    for bad in (0, -1, "989", True):
+        with pytest.raises(ValueError, match="peak_tflops"):
+            skinny.ceiling(128, 8192, 8192, 2, 3000, bad)
+
+
+@pytest.mark.parametrize("tiles, sms, k_tiles, want", [
+    (128, 132, 128, 0),        # one wave, the last wave (the only one) more than half full: data-parallel
+    (64, 132, 128, 64),        # one wave under half full: every tile by stream-K
+    (264, 132, 128, 0),        # whole waves: no quantization, data-parallel
+    (300, 132, 128, 300 - 132),  # 2 full waves + 36: the last two waves' tiles (168) by stream-K
+    (150, 132, 128, 150),      # 1 full wave + 18: both waves by stream-K
+    (64, 132, 8, 0),           # 8 K tiles or fewer: nothing to split
+    (700, 132, 64, 700 - 4 * 132),  # 5 full waves + 40: the last two waves' 172 tiles
+])
+def test_cutlass_streamk_tiles_follows_the_heuristic(tiles, sms, k_tiles, want):
+    assert skinny.cutlass_streamk_tiles(tiles, sms, k_tiles) == want
+
+
+def test_cutlass_streamk_tiles_refuses_bad_arguments():
+    with pytest.raises(ValueError, match="sms must be a positive int"):
+        skinny.cutlass_streamk_tiles(64, 0, 128)
+    with pytest.raises(TypeError, match="tiles must be a positive int"):
+        skinny.cutlass_streamk_tiles(64.0, 132, 128)

@@ -243,3 +243,32 @@ def test_splitk_bound_refuses_bad_arguments(kw, err, match):
     args.update(kw)
     with pytest.raises(err, match=match):
         skinny.splitk_bound(**args)
+
+
+# ---- the ceiling of recorded rows, and the flush re-time's names ----
+
+def test_peak_tflops_is_the_datasheets():
+    assert sm.peak_tflops("NVIDIA H100 80GB HBM3") == sm.peak_tflops("NVIDIA H200") == 989
+    assert sm.peak_tflops("NVIDIA A100-SXM4-80GB") is None
+
+
+def test_roofline_recomputes_the_ceiling_and_names_the_bound():
+    row = {"name": sm.CUBLAS, "shape": [256, 8192, 8192], "ms": 0.054, "hbm_gbps": 4157.0,
+           "ceiling_ms": 0.0343, "of_ceiling": 0.64}                 # an old row: memory time alone
+    got, = sm.roofline([row], "NVIDIA H200")
+    comp = 2 * 256 * 8192 * 8192 / 989e12 * 1e3
+    assert got["bound"] == "compute" and got["ceiling_ms"] == pytest.approx(comp)
+    assert got["of_ceiling"] == pytest.approx(comp / 0.054)
+    assert "bound" not in row                                       # a copy: the recording is not changed
+    h100, = sm.roofline([dict(row, hbm_gbps=2962.0)], "NVIDIA H100 80GB HBM3")
+    assert h100["bound"] == "memory" and h100["ceiling_ms"] == pytest.approx(skinny.memory_bound_ms(256, 8192, 8192, 2, 2962.0))
+    unknown, = sm.roofline([row], "NVIDIA A100-SXM4-80GB")          # no datasheet peak: memory alone
+    assert unknown["bound"] == "memory" and unknown["peak_tflops"] is None
+
+
+def test_gap_names():
+    assert sm.gap_name(sm.CUBLAS, "read") == "cuBLAS (torch.matmul), L2 flushed by a read"
+    assert len(set(sm.GAP_NAMES)) == 4 and all(sm.gap_name(n, f) in sm.GAP_NAMES
+                                                for n in (sm.CUBLAS, sm.NARROW) for f in sm.FLUSHES)
+    with pytest.raises(ValueError, match="flush must be one of"):
+        sm.gap_name(sm.CUBLAS, "none")

@@ -1,8 +1,9 @@
-"""The results gallery (``course/results_gallery.ipynb``): every recorded results file shown as
-a table and one bar chart per metric, each labelled with the device and date it was recorded
-on, so a learner without a GPU sees what the course measured. Where a notebook was recorded on
-several devices (e.g. an H100 and an H200), each chart shows them side by side, one panel per
-device.
+"""The results gallery (``course/results_gallery.ipynb``): one screen per course day with the
+day's key comparison on every recorded device side by side (``show_screen``) and the day's
+takeaways checked against the recordings (``takeaways``); any results file in full on demand
+(``show_recorded``: a table, and bar charts of at most ``MAX_BARS`` bars, one quantity each),
+every chart labelled with the device and date it was recorded on. What each screen shows is in
+``utils.core.gallery_days``.
 """
 from __future__ import annotations
 
@@ -10,6 +11,8 @@ import pathlib
 import textwrap
 
 from . import plots, results
+from .gallery_screens import (MAX_BARS, bar_ratio, covered, screen_rows, short_device,  # noqa: F401
+                              show_screen, takeaways)
 
 
 def stems() -> list:
@@ -41,10 +44,18 @@ def provenance(doc: dict) -> str:
     return ", ".join(parts + libs) + f"; command: {doc.get('command', '?')}"
 
 
+# Files recorded by a notebook whose name they do not start with: 05's copy study moved to the
+# lab report 05b, and its files kept their names (the recordings are unchanged).
+RECORDED_BY = {"05_gemm_ladder_copy": "05b_ladder_lab_report",
+               "05_gemm_ladder_copy_1gib": "05b_ladder_lab_report"}
+
+
 def source(stem: str) -> str:
     """The exercise or course notebook that records ``stem`` (e.g. ``day05_tma/01_tma_concepts``).
     A notebook may record a second file named after it plus a suffix (``05_gemm_ladder_multicast``
-    comes from ``05_gemm_ladder``): the longest notebook name the stem starts with."""
+    comes from ``05_gemm_ladder``): the longest notebook name the stem starts with, unless
+    :data:`RECORDED_BY` names the notebook."""
+    stem = RECORDED_BY.get(stem, stem)
     books = sorted(p for p in results.ROOT.glob("*/*.ipynb") if p.parent.name != "solutions")
     found = [p for p in books if p.stem == stem] or \
         sorted((p for p in books if stem.startswith(p.stem + "_")), key=lambda p: -len(p.stem))
@@ -53,10 +64,7 @@ def source(stem: str) -> str:
 
 def by_metric(rows: list) -> dict:
     """Rows grouped by metric, metrics in the order they first appear."""
-    groups: dict = {}
-    for r in rows:
-        groups.setdefault(r["metric"], []).append(r)
-    return groups
+    return by_key(rows, lambda r: r["metric"])
 
 
 def overview() -> str:
@@ -89,16 +97,15 @@ def show_recorded(stem: str) -> list:
         print(f"results/{where}, {label(doc)}\n{provenance(doc)}")
         print(plots.format_table(doc["rows"]) + "\n")
     import matplotlib.pyplot as plt
-    metrics = list(dict.fromkeys(r["metric"] for doc in docs for r in doc["rows"]))
     figs = []
-    for metric in metrics:
-        panels = [(doc, by_metric(doc["rows"]).get(metric, [])) for doc in docs]
+    for title in dict.fromkeys(t for doc in docs for t, _ in charts(doc["rows"])):
+        panels = [(doc, dict(charts(doc["rows"])).get(title, [])) for doc in docs]
         panels = [(doc, rows) for doc, rows in panels if rows]
         height = max(2.0, 0.9 + 0.4 * max(len(rows) for _, rows in panels))
         # at least 2 inches high: a one-row chart still fits its two-line title and axis label
         fig, axes = plt.subplots(1, len(panels), figsize=(7 * len(panels), height), squeeze=False)
         for ax, (doc, rows) in zip(axes[0], panels):
-            plots.show_bars(rows, f"{stem}: {metric}", label=label(doc), ax=ax)
+            plots.show_bars(rows, f"{stem}: {title}", label=label(doc), ax=ax)
             ticks = [textwrap.fill(t.get_text(), 48) for t in ax.get_yticklabels()]
             ax.set_yticks(range(len(ticks)), ticks)  # long names wrap instead of squeezing
         fig.tight_layout()
@@ -106,61 +113,36 @@ def show_recorded(stem: str) -> list:
     return figs
 
 
-GEMM_STEMS = {"03_triton_tma_gemm": "Triton", "04_cutedsl_tma_gemm": "CuteDSL", "05_gemm_ladder": "CuteDSL"}
+def _kind(row: dict) -> str:
+    """What a row's value is: its metric, or for a subprocess's wall time (a row with an
+    ``exit_status``) a quantity of its own, never drawn beside kernel times."""
+    return f"{row['metric']}, subprocess wall time" if "exit_status" in row else row["metric"]
 
 
-def gemm_summary() -> list:
-    """The day's GEMMs side by side: for each device, dtype and square shape recorded by both
-    GEMM notebooks, the best step of each stack (by its ratio to cuBLAS in its own run) with the
-    ratio's spread. Rows: ``{device, dtype, size, stack, name, ratio, ratio_lo, ratio_hi}``,
-    cuBLAS itself as ratio 1.0. Each ratio compares a kernel with cuBLAS timed in the same run."""
+def charts(rows: list) -> list:
+    """``[(title, rows)]``: the rows split into charts of one quantity and at most MAX_BARS bars:
+    by metric (a subprocess's wall time apart), then, where that is too many, by shape, dtype and
+    causal mask, then in runs of MAX_BARS."""
     out = []
-    for stem, stack in GEMM_STEMS.items():
-        for doc in results.documents(stem):
-            for r in doc["rows"]:
-                if r.get("metric") != "TFLOP/s" or r.get("ratio") is None or r["name"] == r.get("reference"):
-                    continue
-                shape = r.get("shape") or []
-                if len(shape) != 3 or len(set(shape)) != 1:
-                    continue                                  # square shapes only
-                out.append({"device": doc["device"], "dtype": r.get("dtype"), "size": shape[0],
-                            "stack": stack, "name": r["name"], "ratio": r["ratio"],
-                            "ratio_lo": r.get("ratio_lo"), "ratio_hi": r.get("ratio_hi")})
-    best = {}
-    for r in out:
-        key = (r["device"], r["dtype"], r["size"], r["stack"])
-        if key not in best or r["ratio"] > best[key]["ratio"]:
-            best[key] = r
-    stacks = list(dict.fromkeys(GEMM_STEMS.values()))     # Triton, CuteDSL (04 and 05 are both CuteDSL)
-    keys = {k[:3] for k in best}
-    both = sorted(k for k in keys if all((*k, s) in best for s in stacks))
-    return [best[(*k, s)] for k in both for s in stacks]
+    for kind, group in by_key(rows, _kind).items():
+        parts = {"": group} if len(group) <= MAX_BARS else by_key(group, _shape_key)
+        for sub, part in parts.items():
+            for i in range(0, len(part), MAX_BARS):
+                more = f" ({i // MAX_BARS + 1})" if len(part) > MAX_BARS else ""
+                out.append((kind + (f", {sub}" if sub else "") + more, part[i:i + MAX_BARS]))
+    return out
 
 
-def show_gemm_summary(rows: list):
-    """Grouped bars: the best Triton and CuteDSL step against cuBLAS (the line at 1.0), one panel
-    per device, with each ratio's spread as an error bar where recorded. Returns the figure."""
-    import matplotlib.pyplot as plt
-    if not rows:
-        raise ValueError("no GEMM rows recorded by both GEMM notebooks on one device")
-    devices = list(dict.fromkeys(r["device"] for r in rows))
-    fig, axes = plt.subplots(1, len(devices), figsize=(6 * len(devices), 3.2), squeeze=False)
-    for ax, dev in zip(axes[0], devices):
-        mine = [r for r in rows if r["device"] == dev]
-        groups = list(dict.fromkeys((r["dtype"], r["size"]) for r in mine))
-        for j, stack in enumerate(GEMM_STEMS.values()):
-            pts = [next(r for r in mine if (r["dtype"], r["size"]) == g and r["stack"] == stack) for g in groups]
-            xs = [i + 0.38 * (j - 0.5) for i in range(len(groups))]
-            err = None
-            if all(p.get("ratio_lo") is not None for p in pts):
-                err = [[p["ratio"] - p["ratio_lo"] for p in pts], [p["ratio_hi"] - p["ratio"] for p in pts]]
-            ax.bar(xs, [p["ratio"] for p in pts], width=0.36, yerr=err, capsize=3, label=f"best {stack} step")
-        ax.axhline(1.0, color="gray", lw=1, ls="--", label="cuBLAS")
-        ax.set_xticks(range(len(groups)), [f"{d} {n}³" for d, n in groups], fontsize=8)
-        lo, hi = min(r["ratio_lo"] or r["ratio"] for r in mine), max(r["ratio_hi"] or r["ratio"] for r in mine)
-        ax.set_ylim(min(0.8, lo - 0.05), max(1.1, hi + 0.05))
-        ax.set_ylabel("ratio to cuBLAS (same run)")
-        ax.set_title(dev, fontsize=9)
-        ax.legend(fontsize=7, loc="lower right")
-    fig.tight_layout()
-    return fig
+def _shape_key(row: dict) -> str:
+    shape = "x".join(str(n) for n in row.get("shape") or [])
+    causal = {True: ", causal", False: ""}.get(row.get("causal"), "")
+    return f"{shape} {row.get('dtype')}{causal}"
+
+
+def by_key(rows: list, key) -> dict:
+    """Rows grouped by ``key(row)``, groups in the order they first appear."""
+    groups: dict = {}
+    for r in rows:
+        groups.setdefault(key(r), []).append(r)
+    return groups
+

@@ -66,7 +66,7 @@ NEEDS = {
     **_each("utils.day05.intake_measure.", "measure_counters measure_all", NCU),
     **_each("utils.day05.attention_measure.", "measure_ladder measure_backends launch_once", ("wgmma", "setmaxnreg")),
     "utils.day05.attention_measure.measure_counters": NCU,
-    **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped", TMA),
+    **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap", TMA),
     **_each("utils.day05.skinny_measure.", "measure_descriptor_modes measure_race", ("tma", "tensormap_replace")),
 }
 

@@ -66,12 +66,24 @@ def feature_lines(tier) -> list[str]:
             f"Not here: {', '.join(no) or 'nothing'}  (why: T.features[name].why)"]
 
 
+def sm_note() -> str:
+    """", N SMs" for the GPU in use, and a warning when N is below a whole H100 SXM/H200's 132 (a
+    MIG slice or a smaller part: its power, clock and per-SM figures are not the recordings')."""
+    try:
+        import torch
+        n = torch.cuda.get_device_properties(0).multi_processor_count
+    except Exception:                      # no torch, or no usable device: say nothing
+        return ""
+    return f", {n} SMs" + ("" if n >= 132 else " (fewer than an H100 SXM's 132: a MIG slice or a "
+                                            "smaller GPU; compare per-SM figures, not totals)")
+
+
 def print_report(tier) -> None:
     """Print the tier, the device, the library versions, the features and the abilities table."""
     print(f"Course tier: {tier.name.upper()}  ({tier.reason})")
     if tier.device_name:
         major, minor = tier.capability
-        print(f"GPU: {tier.device_name}, compute capability {major}.{minor}")
+        print(f"GPU: {tier.device_name}, compute capability {major}.{minor}{sm_note()}")
     else:
         print("GPU: none used")
     v = versions()

@@ -221,7 +221,14 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
         from .tier import missing
         can = missing(tier, needs) is None       # raises "needs must be ..." for an unknown name
     if can:
-        rows = measure()
+        try:
+            rows = measure()
+        except RuntimeError as e:     # ncu is installed but this account may not read counters
+            if needs != "ncu" or "ERR_NVGPUCTRPERM" not in str(e):
+                raise
+            print(f"[the counters were refused on this machine ({e}); showing the recording instead]")
+            can = False
+    if can:
         missing = sorted(set(names or ()) - {r["name"] for r in rows})
         if missing:
             raise ValueError(f"measure() made no rows named {missing}: a notebook shows only "
@@ -257,3 +264,23 @@ def pick(rows: list, name: str, **match) -> dict:
         raise KeyError(f"expected one row named {name!r} with {match}, found {len(hits)}; "
                        f"names: {sorted({r['name'] for r in rows})}")
     return hits[0]
+
+
+def claim(label_: str, held: bool, text: str) -> bool:
+    """Guard a sentence of the notebook's prose with the rows it is about.
+
+    On a recording (``label_`` from :func:`record_or_load` says "recorded on ...") the prose was
+    written from these rows, so a claim that does not hold is an error in the notebook: it raises
+    ``AssertionError``. On rows measured now, a GPU's fresh run may differ from the recording
+    within its spread; the cell prints whether the claim held on this run instead of failing, so
+    the learner reads the difference rather than a traceback. Returns ``held``.
+    """
+    if not isinstance(label_, str) or not label_:
+        raise TypeError("claim() needs the label record_or_load returned (recorded or measured now)")
+    held = bool(held)
+    if label_.startswith("measured now"):
+        print(f"[this run: {'held' if held else 'did NOT hold'}: {text} (the prose describes the "
+              "recording; a live run can differ within its spread)]")
+        return held
+    assert held, f"{text}: not true of the recording shown ({label_})"
+    return held

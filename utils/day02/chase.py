@@ -1,8 +1,8 @@
 """Pointer chasing: random cycles whose every load depends on the previous one.
 
-Used by ``day02_pipelining/01_latency_littles_law`` (CUDA, several cache levels) and usable by
-``day05_tma/01_tma_concepts`` (Triton). ``random_cycle`` builds the cycle, ``walk_ref`` follows
-it on the host so a kernel's final slot can be checked.
+Used by ``day02_pipelining/01_latency_littles_law`` (CUDA, several cache levels), the course's one
+latency lesson. ``random_cycle`` builds the cycle, ``walk_ref`` follows it on the host so a
+kernel's final slot can be checked.
 """
 from __future__ import annotations
 

@@ -8,12 +8,19 @@
 * :func:`measure_counters`: each step once under Nsight Compute (tensor-pipe and MUFU busy
   fractions, bytes read from L2), where the time goes.
 
+By default (a learner's run) each measurement is the short one, about 30 s a cell on an H100: one
+sequence length for the ladder, two configurations for the sweep, the counters without the mask.
+:func:`full_run` (``COURSE_FULL=1``, or ``COURSE_RECORD=1``: every recording) measures all of it.
+
 Every contender's output is poisoned (NaN) first, then every element is checked against torch's
 attention computed in float32 on the same fresh randn inputs, within :func:`utils.day05.attention.
 output_bound`. Timing: the course harness (``utils.core.bench.compare``: sustained, interleaved,
 L2 flushed) and, as a second opinion, ``triton.testing.do_bench``.
 """
 from __future__ import annotations
+
+import os
+import statistics
 
 from ..core import bench
 from . import attention
@@ -29,6 +36,28 @@ BACKENDS = {"FLASH_ATTENTION": "torch SDPA flash", "CUDNN_ATTENTION": "torch SDP
 TOKENS, HEADS = 16384, 16                   # B = TOKENS // S: B*H*S/128 = 2048 CTAs at every S
 LADDER = [(4096, 128, "float16"), (8192, 128, "float16")]
 SWEEP = [(S, D, dt) for S in (1024, 4096, 16384) for D, dt in ((64, "float16"), (128, "float16"), (128, "bfloat16"))]
+LADDER_SHORT = LADDER[:1]                   # the default run: S = 4096 only
+SWEEP_SHORT = [(4096, 128, "float16"), (4096, 128, "bfloat16")]
+CHECKS = [(64, "float16", False), (128, "float16", True), (128, "bfloat16", False)]   # (D, dtype, causal), S = 512
+CHECKS_SHORT = [(64, "float16", False), (128, "bfloat16", False)]
+# FlashAttention-3's own ablation (Shah et al. 2024, arXiv:2407.08608, Table 2: H100, non-causal fp16,
+# batch 4, seqlen 8448, 16 heads, head dim 128), TFLOP/s. From the paper, not measured here.
+FA3_ABLATION = {"FlashAttention-3": 661, "without the GEMM-softmax overlap (warp-specialized)": 582,
+                "without warp specialization (with the overlap)": 570}
+
+
+def full_run(environ=None) -> bool:
+    """True when the whole measurement is asked for: ``COURSE_FULL=1``, or ``COURSE_RECORD=1`` (a
+    recording is always the full run). Otherwise the cells measure the short default."""
+    env = os.environ if environ is None else environ
+    return env.get("COURSE_FULL") == "1" or env.get("COURSE_RECORD") == "1"
+
+
+def check_configs(full=None) -> list:
+    """The (D, dtype, causal) configurations the correctness cell runs every step at: all of
+    :data:`CHECKS` in the full run, :data:`CHECKS_SHORT` by default (the ladder checks D = 128 fp16,
+    causal and not, before it times)."""
+    return CHECKS if (full_run() if full is None else full) else CHECKS_SHORT
 
 
 def shape_of(S: int, D: int) -> tuple:
@@ -113,17 +142,35 @@ def _measure(S, D, dt, causal, ladder, reps, seed) -> list:
     return rows
 
 
-def measure_ladder(shapes=None, reps=40, seed=0) -> list:
+def measure_ladder(shapes=None, reps=None, seed=0, full=None) -> list:
     """Rows for every step (and the skip ablation), the plain Triton kernel and the SDPA backends
-    at the ladder shapes, causal and not."""
-    return [r for i, (S, D, dt) in enumerate(shapes or LADDER) for causal in (False, True)
-            for r in _measure(S, D, dt, causal, True, reps, seed + 10 * i)]
+    at the ladder shapes, causal and not: :data:`LADDER` and 40 timed calls each in the full run
+    (:func:`full_run`), :data:`LADDER_SHORT` and 20 by default."""
+    full = full_run() if full is None else full
+    return [r for i, (S, D, dt) in enumerate(shapes or (LADDER if full else LADDER_SHORT)) for causal in (False, True)
+            for r in _measure(S, D, dt, causal, True, reps or (40 if full else 20), seed + 10 * i)]
 
 
-def measure_backends(configs=None, reps=30, seed=100) -> list:
-    """Rows for the last step, the plain Triton kernel and the SDPA backends over :data:`SWEEP`."""
-    return [r for i, (S, D, dt) in enumerate(configs or SWEEP) for causal in (False, True)
+def measure_backends(configs=None, reps=30, seed=100, full=None) -> list:
+    """Rows for the last step, the plain Triton kernel and the SDPA backends over :data:`SWEEP`
+    (the full run, :func:`full_run`) or :data:`SWEEP_SHORT` (by default)."""
+    full = full_run() if full is None else full
+    return [r for i, (S, D, dt) in enumerate(configs or (SWEEP if full else SWEEP_SHORT)) for causal in (False, True)
             for r in _measure(S, D, dt, causal, False, reps, seed + 10 * i)]
+
+
+def step_gains(rows) -> dict:
+    """``{(S, causal): [(step name, gain, lo, hi), ...]}`` for steps 2-4 of the ladder rows: the
+    previous step's time over this step's (above 1: the step gained), the median over the harness's
+    interleaved rounds, with the lowest and highest round."""
+    names, out = list(STEP_NAMES.values()), {}
+    for S, causal in sorted({(r["shape"][2], r["causal"]) for r in rows}):
+        by = {r["name"]: r for r in rows if r["shape"][2] == S and r["causal"] == causal}
+        out[(S, causal)] = []
+        for a, b in zip(names, names[1:]):
+            per = [x / y for x, y in zip(by[a].get("ms_rounds") or [by[a]["ms"]], by[b].get("ms_rounds") or [by[b]["ms"]])]
+            out[(S, causal)].append((b, statistics.median(per), min(per), max(per)))
+    return out
 
 
 COUNTERS = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pipe_pct",
@@ -143,14 +190,16 @@ def launch_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
     torch.cuda.synchronize()
 
 
-def measure_counters(S: int = 4096, D: int = 128) -> list:
+def measure_counters(S: int = 4096, D: int = 128, full=None) -> list:
     """One row per (step, causal): the kernel under ncu (one launch): tensor pipe and XU (MUFU:
-    ``ex2``) busy, in % of peak while the SM is active, L2 traffic, DRAM bytes read, duration."""
+    ``ex2``) busy, in % of peak over the cycles the SM was active (an idle SM's cycles are not in
+    it), L2 traffic, DRAM bytes read, duration. Causal and not in the full run (:func:`full_run`),
+    non-causal only by default."""
     import sys
     from ..core import ncu
     from ..cute_dsl import attention as fa
     rows = []
-    for causal in (False, True):
+    for causal in ((False, True) if (full_run() if full is None else full) else (False,)):
         code = f"from utils.day05 import attention_measure as m; m.launch_once({S}, {D}, {causal})"
         got = ncu.profile([sys.executable, "-c", code], "kernel_cutlass", metrics=tuple(COUNTERS))
         if len(got) != len(fa.STEPS):

@@ -166,3 +166,5 @@ def check_block_rules(fn) -> None:
         fail(name, f"block {block} of {size}-byte elements: got {got_all[i]}, expected {want_all[i]}"
              + (f" ({'; '.join(why)})" if why else ""), hint)
     return passed(name)
+# Exercise 2, the whole v1 kernel (a kernel run with a structural check), in its own module too
+from .v1_check import V1_SLIPS, check_v1  # noqa: F401,E402

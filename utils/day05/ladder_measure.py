@@ -8,6 +8,12 @@
 * :func:`measure_counters`: one launch of cuBLAS and of each rung under ``ncu`` (fresh process),
   with the counters of ``cute_dsl.counters.METRICS`` (tensor pipe, warps, registers, bytes, stall
   reasons).
+* :func:`measure_clocks`: the SM clock, board power and work per clock of each kernel run alone.
+
+Notebook 05 has one switch, ``FULL``: off (a learner's default), a live run measures ``QUICK``
+(one size, one dtype; the clocks of fewer kernels, ``clock_names``, for ``CLOCK_QUICK_SECONDS``) so each cell ends
+in about half a minute on an H100, and the cells whose ncu passes cannot be cut that short show
+the recording (:func:`recorded`); on (what ``COURSE_RECORD=1`` runs), everything as recorded.
 """
 from __future__ import annotations
 
@@ -16,6 +22,38 @@ from ..core import bench
 CUBLAS = "cuBLAS (torch.matmul)"
 SIZES = (4096, 6144, 8192)
 DTYPES = ("float16", "bfloat16")
+QUICK = dict(sizes=(8192,), dtypes=("float16",))        # FULL = False: the ladder at one size and dtype
+CLOCK_SECONDS = 2.5                                      # FULL: each kernel sampled 2 x 2.5 s per size
+CLOCK_QUICK_SECONDS = 1.5                                # FULL = False: shorter windows, fewer kernels
+
+
+def clock_names(full: bool) -> list:
+    """The kernels whose clocks notebook 05 samples: all of them (``full``), or cuBLAS's rivals the
+    lesson reads, rung 6 and row-major order."""
+    from ..cute_dsl import ladder
+    return rung_names() if full else [ladder.ORDER_BASE, "tile order: row-major"]
+
+
+def recorded(stem: str, why: str, tier=None, any_device: bool = False) -> tuple:
+    """``(rows, label)`` of a recording of ``stem``, the label saying ``why`` it is shown instead of a
+    live run. Which recording: that of ``tier``'s GPU if it made one, else as ``results.load`` picks
+    (``$COURSE_RESULTS_DEVICE``, else the latest); with ``any_device``, the latest of any device if
+    the chosen one has none. Launches nothing."""
+    from ..core import results
+    if not isinstance(why, str) or not why:
+        raise ValueError("why must say why the recording is shown (e.g. 'FULL = False: ...')")
+    own = getattr(tier, "device_name", None)
+    docs = results.documents(stem)
+    if own and any(own.lower() in d["device"].lower() for d in docs):
+        doc = results.load(stem, device=own)
+    else:
+        try:
+            doc = results.load(stem)
+        except LookupError:
+            if not any_device:
+                raise
+            doc = results.load(stem, device=max(docs, key=lambda d: d["date"])["device"])
+    return doc["rows"], f"{results.label(doc)} ({why})"
 
 
 def rung_names() -> list:
@@ -66,12 +104,18 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=N
     """Rows (``part``) of TFLOP/s = 2 n^3 / time for cuBLAS and each kernel in ``names`` (default: the
     rungs), n^3 GEMMs; ``run`` as in :func:`problem`."""
     import torch
+    from tqdm.auto import tqdm
     names = rung_names() if names is None else list(names)
     rows = []
+    bar = tqdm(total=len(sizes) * len(dtypes) * len(names), desc="compile + check + time", leave=False)
     for dt in dtypes:
         tdt = getattr(torch, dt)
         for n in sizes:
             c, want, contenders = problem(n, tdt, names, run=run)
+            for name in names:                           # compile each kernel first: the slow part
+                bar.set_postfix_str(f"{n}³ {dt}, {name.split(' · ')[0]}")
+                contenders[name]()
+                bar.update()
 
             def check(name, out, ref):
                 check_close(name, out, want, n)
@@ -81,6 +125,7 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=N
             for r in got:
                 r["part"] = part
             rows += got
+    bar.close()
     return rows
 
 
@@ -106,10 +151,11 @@ def launch_each(n: int, dtype: str, names, run, cublas_first: bool = False) -> N
         check_close(name, c, want, n)
 
 
-def launch_once(n: int = 8192, dtype: str = "float16") -> None:
-    """The profiled process of :func:`measure_counters`: cuBLAS, then each rung and order variant once."""
+def launch_once(n: int = 8192, dtype: str = "float16", names=None) -> None:
+    """The profiled process of :func:`measure_counters`: cuBLAS, then each kernel of ``names``
+    (default: every rung and order variant) once."""
     from ..cute_dsl import ladder
-    launch_each(n, dtype, rung_names(), ladder.run, cublas_first=True)
+    launch_each(n, dtype, rung_names() if names is None else list(names), ladder.run, cublas_first=True)
 
 
 def profile_launches(code: str, names, metrics) -> list:
@@ -125,13 +171,18 @@ def profile_launches(code: str, names, metrics) -> list:
     return kernels
 
 
-def measure_counters(n: int = 8192, dtype: str = "float16") -> list:
-    """One row per kernel (cuBLAS first, then the rungs and order variants; ``part="counters"``): ``value`` = its
-    duration in ms under ncu, ``ratio`` = cuBLAS's duration / this one's, counters as extra keys."""
+def measure_counters(n: int = 8192, dtype: str = "float16", names=None) -> list:
+    """One row per kernel (cuBLAS first, then ``names``, default the rungs and order variants;
+    ``part="counters"``): ``value`` = its duration in ms under ncu, ``ratio`` = cuBLAS's duration /
+    this one's, counters as extra keys."""
     from ..cute_dsl import counters
-    names = [CUBLAS, *rung_names()]
-    kernels = profile_launches(f"from utils.day05 import ladder_measure as m; m.launch_once({n}, {dtype!r})",
-                               names, counters.METRICS)
+    kernels_ = rung_names() if names is None else list(names)
+    unknown = sorted(set(kernels_) - set(rung_names()))
+    if unknown:
+        raise ValueError(f"names must be rungs or order variants (rung_names()), got {unknown}")
+    names = [CUBLAS, *kernels_]
+    kernels = profile_launches(f"from utils.day05 import ladder_measure as m; m.launch_once({n}, {dtype!r}, "
+                               f"{kernels_!r})", names, counters.METRICS)
     rows = [counters.gemm_row(name, k, n, dtype, part="counters") for name, k in zip(names, kernels)]
     return counters.with_reference(rows, CUBLAS)
 
@@ -240,15 +291,19 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
-def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0) -> list:
+def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0, names=None) -> list:
     """Rows (``part="clocks"``, metric MHz): the SM clock and board power each kernel runs at when it
-    runs alone, back to back, for ``seconds`` (cuBLAS, the rungs and the order variants; two passes,
-    the second in reverse order, averaged), with its TFLOP/s over that window and TFLOP/s per GHz
-    (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
+    runs alone, back to back, for ``seconds`` (cuBLAS and ``names``, default the rungs and the order
+    variants; two passes, the second in reverse order, averaged), with its TFLOP/s over that window
+    and TFLOP/s per GHz (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
     import torch
-    names = [CUBLAS, *rung_names()]
+    from tqdm.auto import tqdm
+    if not (isinstance(seconds, (int, float)) and seconds >= 1):
+        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    names = [CUBLAS, *(rung_names() if names is None else names)]
     rows = []
     tdt = getattr(torch, dtype)
+    bar = tqdm(total=len(sizes) * 2 * len(names), desc=f"clock sampling, {seconds + 0.5:.1f} s per kernel", leave=False)
     for n in sizes:
         c, want, fns = problem(n, tdt, names[1:])
         for name in names[1:]:                                  # compiled and checked before sampling
@@ -259,16 +314,36 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
             for name in order:
                 _run_for(fns[name], 0.5)                         # settle the clock on this kernel (no sampling)
                 got[name].append(_sample_gpu(fns[name], seconds))
+                bar.update()
         for name in names:
             s = {k: sum(p[k] for p in got[name]) / len(got[name]) for k in ("mhz", "watts", "calls_per_s")}
             tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
             rows.append(dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
                              tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in got[name]],
                              shape=[n, n, n], dtype=dtype, part="clocks", seconds=seconds))
+    bar.close()
     for r in rows:
         ref = next(q for q in rows if q["name"] == CUBLAS and q["shape"] == r["shape"])
         r.update(reference=CUBLAS, reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
+
+
+PEAK_FLOPS_PER_SM_CLOCK = 4096      # dense fp16/bf16 wgmma, per SM per cycle (datasheet, not measured)
+
+
+def per_clock(clocks: list, n: int, name: str, sms: int = 132) -> dict:
+    """``name`` against cuBLAS at ``n``³ in ``clocks`` (rows of :func:`measure_clocks`): TFLOP/s =
+    clock x work per clock, so ``{"tflops", "clock", "per_ghz"}`` are this kernel's ratios to cuBLAS
+    (``tflops == clock * per_ghz``), plus ``"of_peak"`` and ``"cublas_of_peak"``: work per clock
+    as a share of the datasheet's ``sms`` x 4096 flops per cycle."""
+    sel = {r["name"]: r for r in clocks if r.get("part", "clocks") == "clocks" and r["shape"][0] == n}
+    if CUBLAS not in sel or name not in sel:
+        raise KeyError(f"no clock rows for {name!r} and cuBLAS at {n}³; have {sorted(sel)}")
+    me, ref = sel[name], sel[CUBLAS]
+    peak = sms * PEAK_FLOPS_PER_SM_CLOCK / 1e3                        # TFLOP/s per GHz
+    return {"tflops": me["tflops"] / ref["tflops"], "clock": me["value"] / ref["value"],
+            "per_ghz": me["tflops_per_ghz"] / ref["tflops_per_ghz"], "of_peak": me["tflops_per_ghz"] / peak,
+            "cublas_of_peak": ref["tflops_per_ghz"] / peak}
 
 
 def plot_clocks(rows: list, n: int = 8192, label: str = ""):

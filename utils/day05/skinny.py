@@ -1,9 +1,10 @@
 """Skinny GEMMs (issue 15): C = A (M x K) @ B (K x N) in fp16/bf16 with a small M, where a tile
 grid leaves most SMs idle and the time is bounded by reading B once from HBM.
 
-* the memory-bound ceiling: :func:`bytes_moved`, :func:`memory_bound_ms`, with the HBM bandwidth
-  measured on day 1 (:func:`recorded_hbm_gbps`);
+* the ceiling: :func:`bytes_moved`, :func:`memory_bound_ms`, with the HBM bandwidth measured on
+  day 1 (:func:`recorded_hbm_gbps`), and :func:`ceiling`: the larger of that and flops / peak;
 * the SMs a tile grid fills: :func:`tiles`, :func:`waves`, :func:`sm_fill`;
+* stream-K as CUTLASS schedules it: :func:`cutlass_streamk_tiles` (its data-parallel + stream-K split);
 * split-K: :func:`split_k` (the split count, rule below), :func:`k_ranges`, the float64
   reference :func:`split_k_ref`, the same sum through the TMA reduce-add model
   (:func:`split_k_model`), and the fp32 error bound it must meet (:func:`splitk_tolerance`).
@@ -52,6 +53,20 @@ def memory_bound_ms(M, N, K, itemsize, gbps) -> float:
     if isinstance(gbps, bool) or not isinstance(gbps, (int, float, np.number)) or not gbps > 0:
         raise ValueError(f"gbps must be a positive number (GB/s), got {gbps!r}")
     return bytes_moved(M, N, K, itemsize) / (gbps * 1e9) * 1e3
+
+
+def ceiling(M, N, K, itemsize, gbps, peak_tflops=None) -> tuple:
+    """``(ms, bound)``: the roofline ceiling of C = A @ B, the larger of the memory time
+    (:func:`memory_bound_ms` at ``gbps``) and the compute time 2·M·N·K / ``peak_tflops``, and which
+    one it is, ``"memory"`` or ``"compute"``. ``peak_tflops`` None (no datasheet peak for this GPU):
+    the memory time alone, bound ``"memory"``."""
+    mem = memory_bound_ms(M, N, K, itemsize, gbps)
+    if peak_tflops is None:
+        return mem, "memory"
+    if isinstance(peak_tflops, bool) or not isinstance(peak_tflops, (int, float, np.number)) or not peak_tflops > 0:
+        raise ValueError(f"peak_tflops must be a positive number (TFLOP/s) or None, got {peak_tflops!r}")
+    comp = 2 * M * N * K / (peak_tflops * 1e12) * 1e3
+    return (comp, "compute") if comp > mem else (mem, "memory")
 
 
 def recorded_hbm_gbps(device=None) -> float:
@@ -105,6 +120,21 @@ def split_k(M, N, K, BM, BN, BK, sms, min_k_tiles=4) -> int:
     _pos(K=K, BK=BK, sms=sms, min_k_tiles=min_k_tiles)
     t, k_tiles = tiles(M, N, BM, BN), math.ceil(K / BK)
     return max(1, min(sms // t, k_tiles // min_k_tiles))
+
+
+def cutlass_streamk_tiles(tiles_, sms, k_tiles, min_iters=8) -> int:
+    """How many of ``tiles_`` output tiles CUTLASS's Hopper stream-K scheduler gives to stream-K when
+    left to its heuristic (``get_num_sk_tiles`` in ``cutlass/gemm/kernel/tile_scheduler_params.h``,
+    1 x 1 clusters); the others run data-parallel, one CTA per tile, each stored once. None
+    (all data-parallel) when the tiles fill whole waves, when a tile has ``min_iters`` (8) K tiles or
+    fewer, or when the last wave is at least half full. Otherwise the last two waves' tiles (all of
+    them if there are at most two) are shared out by stream-K: the data-parallel + stream-K hybrid of
+    the Stream-K paper (Osama et al., PPoPP 2023)."""
+    _pos(tiles=tiles_, sms=sms, k_tiles=k_tiles, min_iters=min_iters)
+    full, total = tiles_ // sms, math.ceil(tiles_ / sms)
+    if full == total or k_tiles <= min_iters or 2 * (tiles_ - full * sms) >= sms:
+        return 0
+    return tiles_ - (full - 1 if full > 1 else 0) * sms
 
 
 def k_ranges(K, splits, BK=1) -> list:

@@ -2,7 +2,11 @@
 
 * :func:`measure_skinny`: the skinny-GEMM contenders of :func:`skinny_contenders` against cuBLAS at
   every shape of :data:`SKINNY_SHAPES`, fp16 and bf16, each output checked element by element
-  against a float64 reference with the bound of :func:`utils.day05.skinny.splitk_bound`;
+  against a float64 reference with the bound of :func:`utils.day05.skinny.splitk_bound`; the
+  ceiling of each row (:func:`roofline`: memory- or compute-bound);
+* :func:`measure_gap`: cuBLAS and the narrow tiles at :data:`GAP_SHAPES`, timed once after a
+  written L2 flush and once after a read one (what part of the time above the ceiling is the
+  flush's dirty lines written back inside the timed call?);
 * :func:`measure_grouped`: the grouped (MoE) GEMM against a loop of cuBLAS calls (plain, and
   captured in a CUDA graph), ``torch._grouped_mm`` where torch has it, on :data:`MIXES`;
 * :func:`measure_descriptor_modes` and :func:`measure_race`: the raw CUDA kernels of
@@ -153,37 +157,104 @@ def as_graph(fn):
     return replay, out
 
 
-def measure_skinny(shapes=None, dtypes=("float16", "bfloat16"), reps=60, seed=0) -> list:
-    """Rows for every (shape, dtype, contender): time (sustained, interleaved, L2 flushed; every
-    contender a CUDA-graph replay, :func:`as_graph`), TFLOP/s, ratio to cuBLAS, the memory-bound
-    ceiling (``ceiling_ms``, ``of_ceiling``). Each graph's output is poisoned with NaN, the graph
-    replayed and every element checked (:func:`check_skinny`) before timing."""
+def peak_tflops(device_name) -> float | None:
+    """The datasheet's dense fp16/bf16 tensor-core peak of ``device_name`` (TFLOP/s; it cannot be
+    read off the device), None for a GPU the datasheet table does not know."""
+    from ..day01.memory_model import datasheet
+    sheet = datasheet(device_name)
+    return sheet["fp16_tflops"] if sheet else None
+
+
+def roofline(rows, device_name) -> list:
+    """Copies of skinny rows with the ceiling of :func:`utils.day05.skinny.ceiling`: ``ceiling_ms``
+    = max(bytes / the row's ``hbm_gbps`` (day 1's copy), flops / :func:`peak_tflops`), ``bound``
+    ("memory" or "compute"), ``of_ceiling`` = ceiling / time. Older recordings stored the memory
+    time alone as their ceiling; this recomputes it from the row's shape and bandwidth."""
+    peak, out = peak_tflops(device_name), []
+    for r in rows:
+        M, N, K = r["shape"]
+        ms, bound = skinny.ceiling(M, N, K, 2, r["hbm_gbps"], peak)
+        out.append(dict(r, ceiling_ms=ms, bound=bound, of_ceiling=ms / r["ms"], peak_tflops=peak))
+    return out
+
+
+def _graphs(a, b, sms, names=None):
+    """``(graphs, configs, worst)``: each contender (all, or those in ``names``) captured in a CUDA
+    graph, its output poisoned with NaN, replayed and checked (:func:`check_skinny`)."""
+    graphs, cfgs, worst = {}, {}, {}
+    for name, (fn, cfg) in skinny_contenders(a, b, sms).items():
+        if names is not None and name not in names:
+            continue
+        replay, out = as_graph(fn)
+        out.fill_(float("nan"))
+        worst[name] = check_skinny(name, cfg, replay(), a, b)
+        graphs[name], cfgs[name] = replay, cfg
+    return graphs, cfgs, worst
+
+
+def measure_skinny(shapes=None, dtypes=("float16", "bfloat16"), reps=60, seed=0, flush_by="write") -> list:
+    """Rows for every (shape, dtype, contender): time (sustained, interleaved, L2 flushed by
+    ``flush_by``, see :func:`utils.core.bench.compare`; every contender a CUDA-graph replay,
+    :func:`as_graph`), TFLOP/s, ratio to cuBLAS, the ceiling (:func:`roofline`). Each graph's
+    output is poisoned with NaN, the graph replayed and every element checked (:func:`check_skinny`)
+    before timing."""
     import torch
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     from ..core.results import device_slug
-    gbps = skinny.recorded_hbm_gbps(device_slug(torch.cuda.get_device_name()))
+    name = torch.cuda.get_device_name()
+    gbps = skinny.recorded_hbm_gbps(device_slug(name))
     rows = []
     for i, (M, N, K) in enumerate(shapes or SKINNY_SHAPES):
         for dt in dtypes:
             dtype = getattr(torch, dt)
             a = bench.randn((M, K), dtype, "cuda", seed=seed + 2 * i)
             b = bench.randn((K, N), dtype, "cuda", seed=seed + 2 * i + 1)
-            cons = skinny_contenders(a, b, sms)
-            graphs, worst = {}, {}
-            for name, (fn, cfg) in cons.items():
-                replay, out = as_graph(fn)
-                out.fill_(float("nan"))
-                worst[name] = check_skinny(name, cfg, replay(), a, b)
-                graphs[name] = replay
-            got = bench.compare(lambda: (), graphs, reference=CUBLAS,
-                                metric="TFLOP/s", amount=2 * M * N * K, shape=(M, N, K), dtype=dt, reps=reps)
-            ceiling = skinny.memory_bound_ms(M, N, K, 2, gbps)
+            graphs, cfgs, worst = _graphs(a, b, sms)
+            got = bench.compare(lambda: (), graphs, reference=CUBLAS, metric="TFLOP/s", amount=2 * M * N * K,
+                                shape=(M, N, K), dtype=dt, reps=reps, flush_by=flush_by)
             for r in got:
-                cfg = cons[r["name"]][1]
-                r.update(launch="CUDA graph replay", config={k: v for k, v in cfg.items()}, ceiling_ms=ceiling, hbm_gbps=gbps,
-                         of_ceiling=ceiling / r["ms"], err_over_bound=worst[r["name"]],
+                cfg = cfgs[r["name"]]
+                r.update(launch="CUDA graph replay", config=dict(cfg), hbm_gbps=gbps, err_over_bound=worst[r["name"]],
                          tiles=skinny.tiles(M, N, cfg["BM"], cfg["BN"]) if cfg else None)
-            rows += got
+            rows += roofline(got, name)
+    return rows
+
+
+GAP_SHAPES = [(128, 4096, 4096), (128, 8192, 8192), (128, 16384, 16384)]
+FLUSHES = ("write", "read")
+
+
+def gap_name(name, flush) -> str:
+    """The row name of contender ``name`` timed after an L2 flush by ``flush`` (:func:`measure_gap`)."""
+    if flush not in FLUSHES:
+        raise ValueError(f"flush must be one of {FLUSHES}, got {flush!r}")
+    return f"{name}, L2 flushed by a {flush}"
+
+
+GAP_NAMES = tuple(gap_name(n, f) for f in FLUSHES for n in (CUBLAS, NARROW))
+
+
+def measure_gap(shapes=None, dtype="float16", reps=60, seed=0) -> list:
+    """cuBLAS and the narrow tiles at :data:`GAP_SHAPES`, timed as :func:`measure_skinny` does,
+    once after the harness's written L2 flush (which leaves L2 full of dirty lines that the timed
+    call must write back) and once after a read flush (clean lines). Rows (``part="gap"``,
+    ``flush_by``) carry the ceiling of :func:`roofline` and ``gap_ms``: time - ceiling."""
+    import torch
+    from ..core.results import device_slug
+    sms, name = torch.cuda.get_device_properties(0).multi_processor_count, torch.cuda.get_device_name()
+    gbps = skinny.recorded_hbm_gbps(device_slug(name))
+    rows = []
+    for i, (M, N, K) in enumerate(shapes or GAP_SHAPES):
+        a = bench.randn((M, K), getattr(torch, dtype), "cuda", seed=seed + 2 * i)
+        b = bench.randn((K, N), getattr(torch, dtype), "cuda", seed=seed + 2 * i + 1)
+        graphs, _, worst = _graphs(a, b, sms, names=(CUBLAS, NARROW))
+        for flush in FLUSHES:
+            got = bench.compare(lambda: (), {gap_name(n, flush): g for n, g in graphs.items()},
+                                reference=gap_name(CUBLAS, flush), metric="TFLOP/s", amount=2 * M * N * K,
+                                shape=(M, N, K), dtype=dtype, reps=reps, flush_by=flush)
+            for r in roofline([dict(r, hbm_gbps=gbps) for r in got], name):
+                rows.append(dict(r, part="gap", flush_by=flush, gap_ms=r["ms"] - r["ceiling_ms"],
+                                 err_over_bound=max(worst.values())))
     return rows
 
 
@@ -342,7 +413,7 @@ def measure_race(ctas=132, launches=20, seed=0) -> list:
 # ---- pictures ----
 def plot_skinny(rows, label=""):
     """Left: ratio to cuBLAS against M (N = K = 8192), one line per contender and dtype. Right:
-    the fraction of the memory-bound ceiling each contender reached at the ladder shape."""
+    the fraction of the ceiling (``of_ceiling``, :func:`roofline`) each contender reached at the ladder shape."""
     import matplotlib.pyplot as plt
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.2))
     for dt, style in (("float16", "-"), ("bfloat16", ":")):
@@ -365,7 +436,7 @@ def plot_skinny(rows, label=""):
     bx.set_yticks([y + 0.2 for y in range(len(names))], names, fontsize=8)
     bx.axvline(0.9, color="red", ls="--", lw=1, label="target: 90% of the ceiling")
     bx.invert_yaxis()
-    bx.set_xlabel("fraction of the memory-bound ceiling (bytes / measured HBM bandwidth)")
+    bx.set_xlabel("fraction of the ceiling: max(bytes / measured HBM bandwidth, flops / datasheet peak)")
     bx.set_title(f"M = 128, N = K = 8192\n{label}", fontsize=9)
     bx.legend(fontsize=7)
     fig.tight_layout()

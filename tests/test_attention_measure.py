@@ -1,0 +1,46 @@
+"""The pure parts of utils.day05.attention_measure (notebook day05_tma/07), on a CPU: the switch
+between the short default run and the full one the recordings use, the configurations each runs,
+and the per-round step gains the notebook prints and asserts."""
+import pytest
+
+from utils.day05 import attention_measure as am
+
+
+@pytest.mark.parametrize("env, full", [({}, False), ({"COURSE_FULL": "1"}, True), ({"COURSE_RECORD": "1"}, True),
+                                       ({"COURSE_FULL": "0"}, False), ({"COURSE_RECORD": "0"}, False)])
+def test_full_run_is_the_recordings_switch(env, full):
+    assert am.full_run(env) is full
+
+
+def test_the_short_run_is_a_subset_of_the_full_one():
+    assert set(am.LADDER_SHORT) < set(am.LADDER) and set(am.SWEEP_SHORT) < set(am.SWEEP)
+    assert set(am.CHECKS_SHORT) < set(am.CHECKS)
+    assert am.check_configs(full=True) == am.CHECKS and am.check_configs(full=False) == am.CHECKS_SHORT
+    # the short checks still cover D = 64 and bf16; the ladder checks D = 128 fp16, masked and not, before timing
+    assert {c[0] for c in am.CHECKS_SHORT} == {64, 128} and any(c[1] == "bfloat16" for c in am.CHECKS_SHORT)
+    assert all(S == 4096 and D == 128 and dt == "float16" for S, D, dt in am.LADDER_SHORT)
+
+
+def _row(step, S, causal, rounds):
+    return {"name": am.STEP_NAMES[step], "shape": [4, 16, S, 128], "causal": causal,
+            "ms": sorted(rounds)[len(rounds) // 2], "ms_rounds": rounds}
+
+
+def test_step_gains_are_per_round_ratios_of_the_previous_step():
+    rows = [_row("pipeline", 4096, False, [1.0, 1.0, 1.0]), _row("producer", 4096, False, [0.99, 1.0, 0.98]),
+            _row("pingpong", 4096, False, [0.95, 0.96, 0.94]), _row("overlap", 4096, False, [1.0, 0.97, 0.96]),
+            _row("pipeline", 4096, True, [0.5, 0.5, 0.5]), _row("producer", 4096, True, [0.51, 0.52, 0.505]),
+            _row("pingpong", 4096, True, [0.52, 0.53, 0.51]), _row("overlap", 4096, True, [0.53, 0.54, 0.52])]
+    g = am.step_gains(rows)
+    assert list(g) == [(4096, False), (4096, True)]
+    name, gain, lo, hi = g[(4096, False)][0]
+    assert name == am.STEP_NAMES["producer"] and gain == pytest.approx(1 / 0.99) and lo == pytest.approx(1.0)
+    assert hi == pytest.approx(1 / 0.98)
+    assert [x[0] for x in g[(4096, False)]] == [am.STEP_NAMES[s] for s in ("producer", "pingpong", "overlap")]
+    assert all(hi < 1 for _, _, _, hi in g[(4096, True)])          # every causal step lost in every round
+    assert g[(4096, False)][2][1] == pytest.approx(0.94 / 0.96)     # the median of the rounds' ratios
+
+
+def test_fa3_ablation_is_the_papers_table():
+    assert am.FA3_ABLATION["FlashAttention-3"] == 661
+    assert sorted(v for k, v in am.FA3_ABLATION.items() if k != "FlashAttention-3") == [570, 582]

@@ -1,0 +1,98 @@
+"""Day 5 · 05's measurement helpers that need no GPU (utils.day05.ladder_measure): the FULL switch's
+quick settings, the clock split into clock x work per clock, the recordings shown when a live
+measurement is not run, and the rules on their arguments."""
+import json
+import re
+
+import pytest
+
+import utils
+
+utils.setup(quiet=True)
+
+from utils.core import results  # noqa: E402
+from utils.cute_dsl import ladder  # noqa: E402
+from utils.day05 import ladder_measure as LM  # noqa: E402
+
+ROW = "tile order: row-major"
+
+
+def clock_row(name, n, mhz, tflops):
+    return dict(name=name, metric="MHz", value=mhz, tflops=tflops, tflops_per_ghz=tflops / (mhz / 1e3),
+                shape=[n, n, n], dtype="float16", part="clocks", watts=690.0)
+
+
+def test_quick_settings_are_a_subset_of_the_full_ones():
+    assert set(LM.QUICK["sizes"]) <= set(LM.SIZES) and set(LM.QUICK["dtypes"]) <= set(LM.DTYPES)
+    assert 1 <= LM.CLOCK_QUICK_SECONDS < LM.CLOCK_SECONDS
+    assert LM.clock_names(True) == LM.rung_names()
+    assert LM.clock_names(False) == [ladder.ORDER_BASE, ROW]
+    assert set(LM.clock_names(False)) < set(LM.clock_names(True))
+
+
+def test_per_clock_splits_throughput_into_clock_times_work_per_clock():
+    rows = [clock_row(LM.CUBLAS, 4096, 1425.0, 614.0), clock_row(ladder.ORDER_BASE, 4096, 1425.0, 582.0),
+            clock_row(LM.CUBLAS, 8192, 1290.0, 636.0), clock_row(ladder.ORDER_BASE, 8192, 1305.0, 639.0)]
+    small = LM.per_clock(rows, 4096, ladder.ORDER_BASE)
+    assert small["clock"] == pytest.approx(1.0) and small["per_ghz"] == pytest.approx(582 / 614)
+    for n in (4096, 8192):
+        d = LM.per_clock(rows, n, ladder.ORDER_BASE)
+        assert d["tflops"] == pytest.approx(d["clock"] * d["per_ghz"])
+    peak = 132 * 4096 / 1e3
+    assert small["cublas_of_peak"] == pytest.approx(614 / 1.425 / peak)
+    assert LM.per_clock(rows, 8192, ladder.ORDER_BASE, sms=114)["of_peak"] > small["of_peak"]
+
+
+def test_per_clock_on_the_recordings():
+    """The claim notebook 05 asserts: at 4096³ the gap to cuBLAS is work per clock, not clock."""
+    for doc in results.documents("05_gemm_ladder"):
+        clocks = [r for r in doc["rows"] if r.get("part") == "clocks"]
+        d = LM.per_clock(clocks, 4096, ladder.ORDER_BASE)
+        assert d["per_ghz"] < 0.99 and abs(d["clock"] - 1) < abs(d["per_ghz"] - 1), doc["device"]
+        assert d["cublas_of_peak"] < 0.95
+
+
+def test_per_clock_names_what_is_missing():
+    rows = [clock_row(LM.CUBLAS, 4096, 1425.0, 614.0)]
+    with pytest.raises(KeyError, match="no clock rows for"):
+        LM.per_clock(rows, 4096, ladder.ORDER_BASE)
+    with pytest.raises(KeyError, match="no clock rows for"):
+        LM.per_clock(rows, 8192, LM.CUBLAS)
+
+
+def test_recorded_prefers_the_tiers_own_device(monkeypatch):
+    monkeypatch.delenv(results.DEVICE_ENV, raising=False)
+    devices = [d["device"] for d in results.documents("05_gemm_ladder")]
+    assert len(devices) >= 2
+    for dev in devices:
+        rows, label = LM.recorded("05_gemm_ladder", "FULL = False: shown", type("T", (), {"device_name": dev})())
+        assert dev in label and label.endswith("(FULL = False: shown)") and rows
+    rows, label = LM.recorded("05_gemm_ladder", "why", None)        # no tier: as results.load picks
+    assert label.endswith("(why)")
+
+
+def test_recorded_needs_a_reason_and_a_recording():
+    with pytest.raises(ValueError, match="why must say why"):
+        LM.recorded("05_gemm_ladder", "")
+    with pytest.raises(FileNotFoundError):
+        LM.recorded("05_gemm_ladder_never_recorded", "why")
+
+
+@pytest.mark.parametrize("seconds", [0.5, 0, "2", None])
+def test_measure_clocks_rejects_windows_too_short_to_sample(seconds):
+    with pytest.raises(ValueError, match="seconds must be >= 1"):
+        LM.measure_clocks(seconds=seconds)
+
+
+def test_measure_counters_rejects_unknown_kernels():
+    with pytest.raises(ValueError, match=r"names must be rungs or order variants"):
+        LM.measure_counters(names=["8 · warp-specialized magic"])
+
+
+def test_the_notebooks_full_switch_follows_the_recording_flag():
+    """One switch, FULL, near the top of notebook 05 (and 05b), on exactly when recording."""
+    for stem in ("05_gemm_ladder", "05b_ladder_lab_report"):
+        nb = json.loads((results.ROOT / "solutions" / "day05_tma" / f"{stem}.ipynb").read_text())
+        code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+        assert 'FULL = os.environ.get("COURSE_RECORD") == "1"' in code[1], stem
+        assert sum(len(re.findall(r"^FULL\s*=", c, re.M)) for c in code) == 1, stem

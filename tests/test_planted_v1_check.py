@@ -1,0 +1,164 @@
+"""Planted kernels for ``utils.day05.v1_check.check_v1`` (day 5 · 03, Exercise 2: the whole v1
+kernel, v0's tiling with A's and B's tiles through host tensor descriptors): wrong kernels a
+learner writes, each rejected with the hint for ITS mistake (never another slip's), and right
+kernels written differently, each accepted. They run under the Triton interpreter on the CPU
+(on a GPU for real); accepted kernels are also compiled for sm_90a."""
+import importlib.util
+import os
+import re
+import tempfile
+
+import pytest
+
+import utils
+
+T = utils.setup(quiet=True)
+import triton  # noqa: E402,F401
+import triton.language as tl  # noqa: E402,F401
+
+from utils.core.checks import CheckFailed  # noqa: E402
+from utils.day05 import gemm_checks, v1_check  # noqa: E402
+
+_DIR = tempfile.mkdtemp(prefix="planted_v1_")
+SIG = ("def v1_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, "
+       "BK: tl.constexpr):\n")
+SOLUTION = """\
+off_m, off_n = tl.program_id(0) * BM, tl.program_id(1) * BN
+acc = tl.zeros((BM, BN), dtype=tl.float32)
+for k in range(0, K, BK):
+    acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)
+rm, rn = off_m + tl.arange(0, BM), off_n + tl.arange(0, BN)
+tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),
+         mask=(rm[:, None] < M) & (rn[None, :] < N))
+"""
+
+
+def kernel(body: str):
+    """A @triton.jit ``v1_kernel`` with ``body`` (a real file: Triton reads the source)."""
+    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + SIG
+           + "".join(f"    {line}\n" for line in body.strip("\n").split("\n")))
+    path = os.path.join(_DIR, f"v{abs(hash(src))}.py")
+    with open(path, "w") as f:
+        f.write(src)
+    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod.v1_kernel
+
+
+def edit(*pairs):
+    """The solution with each (old, new) replaced (each old must occur)."""
+    body = SOLUTION
+    for old, new in pairs:
+        assert old in body, old
+        body = body.replace(old, new)
+    return body
+
+
+LOOP = "for k in range(0, K, BK):"
+MASK = "mask=(rm[:, None] < M) & (rn[None, :] < N)"
+WRONG = {
+    "K tail dropped (K // BK steps)": (edit((LOOP, "for ki in range(K // BK):\n    k = ki * BK")),
+                                       "partial K slice is missing"),
+    "off by one: range(0, K - BK, BK)": (edit((LOOP, "for k in range(0, K - BK, BK):")),
+                                         "partial K slice is missing"),
+    "K loop steps by BN": (edit((LOOP, "for k in range(0, K, BN):")), "steps by BN"),
+    "K loop steps by BM": (edit((LOOP, "for k in range(0, K, BM):")), "steps by BM"),
+    "C's strides swapped": (edit(("rm[:, None] * N + rn[None, :]", "rm[:, None] + rn[None, :] * M")),
+                            "row-major"),
+    "fp16 accumulator": (edit(("dtype=tl.float32", "dtype=tl.float16")), "rounded to fp16"),
+    "fp16 after each step": (edit(("acc = tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n]), acc)",
+                                   "acc += tl.dot(a_desc.load([off_m, k]), b_desc.load([k, off_n])).to(tl.float16)")),
+                             "rounded to fp16"),
+    "no store mask": (edit((",\n         " + MASK, "")), "stored outside C"),
+    "mask on rows only": (edit((MASK, "mask=rm[:, None] < M")), "stored outside C"),
+    "mask with <=": (edit((MASK, "mask=(rm[:, None] <= M) & (rn[None, :] <= N)")), "stored outside C"),
+    "right only at the displayed shape (N typed as a number)": (
+        edit(("rm[:, None] * N", f"rm[:, None] * {v1_check.SHAPES[T.has_gpu][0][1]}")), "right at the first shape"),
+    "K offset never advanced": (edit(("[off_m, k]", "[off_m, 0]"), ("[k, off_n]", "[0, off_n]")), "k = 0 tiles"),
+    "program ids swapped": (edit(("tl.program_id(0) * BM, tl.program_id(1) * BN",
+                                  "tl.program_id(1) * BM, tl.program_id(0) * BN")), "grid axis 0 walks M"),
+    "no accumulation": (edit((", acc)\n", ")\n")), "LAST K step"),
+    "B read as N x K": (edit(("b_desc.load([k, off_n])", "b_desc.load([off_n, k])")), "B is K x N"),
+    "v0's pointer loads on a descriptor": (edit(("a_desc.load([off_m, k])", "tl.load(a_desc + off_m * K + k)")),
+                                           "own method|descriptor"),
+    "no store": ("\n".join(SOLUTION.split("\n")[:4]), "still NaN"),
+    "stub line kept": (edit(("acc = tl.zeros((BM, BN), dtype=tl.float32)",
+                             'acc = tl.zeros((BM, BN), dtype=tl.float32)\nacc += float("nan")')), "still NaN"),
+}
+OTHERS = [h for _, h in v1_check.V1_SLIPS] + [s[-1] for s in gemm_checks.K_SLIPS] + [
+    v1_check.NOT_WRITTEN, v1_check.HARD_CODED]
+
+
+def rejects(body, hint):
+    with pytest.raises(CheckFailed, match=hint) as e:
+        v1_check.check_v1(kernel(body))
+    msg = str(e.value)
+    assert "Traceback" not in msg and "seed" in msg
+    matched = re.search(hint, msg).group(0)
+    for other in OTHERS:
+        assert other not in msg or matched in other, f"another slip's hint ({other!r}) in: {msg}"
+
+
+@pytest.mark.parametrize("body,hint", WRONG.values(), ids=WRONG.keys())
+def test_v1_rejects(body, hint):
+    rejects(body, hint)
+
+
+RIGHT = {
+    "solution": SOLUTION,
+    "cdiv steps, +=, implicit cast, named mask": """\
+pid_m = tl.program_id(0)
+pid_n = tl.program_id(1)
+acc = tl.zeros((BM, BN), tl.float32)
+for ki in range(tl.cdiv(K, BK)):
+    a = a_desc.load([pid_m * BM, ki * BK])
+    b = b_desc.load([ki * BK, pid_n * BN])
+    acc += tl.dot(a, b)
+rows = pid_m * BM + tl.arange(0, BM)
+cols = pid_n * BN + tl.arange(0, BN)
+inside = (rows < M)[:, None] & (cols < N)[None, :]
+tl.store(c_ptr + rows[:, None] * N + cols[None, :], acc, mask=inside)
+""",
+    "while loop, tuple offsets, acc= keyword": """\
+off_m = tl.program_id(0) * BM
+off_n = tl.program_id(1) * BN
+acc = tl.zeros((BM, BN), dtype=tl.float32)
+k = 0
+while k < K:
+    acc = tl.dot(a_desc.load((off_m, k)), b_desc.load((k, off_n)), acc=acc)
+    k += BK
+offs_m = off_m + tl.arange(0, BM)[:, None]
+offs_n = off_n + tl.arange(0, BN)[None, :]
+tl.store(c_ptr + offs_m * N + offs_n, acc.to(tl.float16), mask=(offs_m < M) & (offs_n < N))
+""",
+}
+
+
+@pytest.mark.parametrize("body", RIGHT.values(), ids=RIGHT.keys())
+def test_v1_accepts(body, capsys):
+    v1_check.check_v1(kernel(body))
+    out = capsys.readouterr().out
+    assert re.search(r"\[v1_kernel\] correct\..*cp\.async\.bulk\.tensor", out), out
+
+
+def test_v1_stub_and_malformed(capsys):
+    v1_check.check_v1(kernel("pass   # v0's tiling, with A's and B's tiles read through a_desc and b_desc"))
+    assert "not attempted" in capsys.readouterr().out
+    with pytest.raises(CheckFailed, match="@triton.jit"):
+        v1_check.check_v1(lambda *a: None)
+
+
+def test_v1_table_is_large_enough():
+    assert len(WRONG) >= 6 and len(RIGHT) >= 2
+
+
+def test_slip_emulations_differ_from_the_reference():
+    """Every emulated slip gives a C that differs from A @ B at the check's CPU shapes."""
+    import torch
+    BM, BN, BK = v1_check.BLOCKS[False]
+    for M, N, K in v1_check.SHAPES[False]:
+        a, b = torch.randn(M, K).half(), torch.randn(K, N).half()
+        ref = a.double() @ b.double()
+        for make, hint in v1_check.V1_SLIPS:
+            assert not v1_check._same(make(a, b, ref, BM, BN, BK), ref, {"atol": 1e-3, "rtol": 1e-3}), hint
