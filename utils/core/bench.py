@@ -8,7 +8,7 @@ Rules it enforces (see COURSE_DESIGN.md):
   calls and ``warmup_ms`` of work, as ``triton.testing.do_bench``), repetitions are queued
   back to back, each between two CUDA events, the L2 cache flushed before each one (by
   writing a 256 MiB buffer, outside the events; ``flush_by="read"`` reads it instead, which
-  made 128 MiB copies 4-8% faster in notebook 05 §6.1, where ncu counts the written lines
+  made 128 MiB copies 4-8% faster in the lab report 05b §1.3, where ncu counts the written lines
   going to DRAM inside the next timed call); the GPU never idles between them, so clocks are
   what a user's steady workload gets. (``timing="burst"``, the course's old figure, spins the
   GPU ~1 ms before each repetition and waits after it: a cold-start figure that hides host

@@ -126,8 +126,8 @@ TMA_DESCRIPTORS = Quiz("TMA descriptors, loads and stores quiz", [
             {"a": (0, 0.9), "b": (0.9, 1.02), "c": (1.02, 1.3), "d": (1.3, float("inf"))},
             "Both copies are bounded by the same HBM. Our reading (a hypothesis): the one-tile copy "
             "already has many CTAs per SM in flight, so a ring adds bytes in flight nobody lacked, "
-            "and its own loop (waits, stores, phase bookkeeping by one thread) is not free. Notebook "
-            "05 §6 measures where that loop's cost comes from.",
+            "and its own loop (waits, stores, phase bookkeeping by one thread) is not free. The lab "
+            "report 05b §1 measures where that loop's cost comes from.",
             {"a": "Below 0.9x would mean the ring starves HBM; one thread per CTA issuing 16 KiB copies "
                   "keeps plenty in flight.",
              "b": "0.9x to 1.02x would mean the ring neither helps nor costs much: the same HBM ceiling.",

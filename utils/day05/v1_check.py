@@ -16,6 +16,7 @@ from __future__ import annotations
 import ast
 import inspect
 import random
+import re
 import textwrap
 
 from . import gemm
@@ -32,6 +33,11 @@ NOT_WRITTEN = ("some tiles of C were never written: the grid is (cdiv(M, BM), cd
                "its whole BM x BN tile, masked only past M and N")
 HARD_CODED = ("right at the first shape, wrong at this one: is a size written as a number (72, 80, "
               "100) where M, N or K belongs, or a block assumed full? Use M, N, K and mask the store")
+
+# The hint for an accumulator kept in fp16: the interpreter runs it and rounds (the result is off
+# by rounding); Hopper's compiler may refuse an fp16 accumulator outright (a CompilationError)
+FP16_ACC = ("something is rounded to fp16 before the sum ends: keep acc in fp32 "
+            "(tl.zeros(..., dtype=tl.float32), acc = tl.dot(a, b, acc)) and convert once, at the store")
 
 
 def _emulate_loop(a, b, BM, BN, BK, steps):
@@ -104,8 +110,11 @@ def _run(name, kernel, a, b, blocks, device, launched):
                                                          TD.from_tensor(b, [BK, BN]), c, M, N, K,
                                                          BM=BM, BN=BN, BK=BK)
     except Exception as e:  # a learner's kernel that does not compile explains itself
-        text = (str(e).strip().splitlines() or [""])[-1][:300]
+        words = [line for line in str(e).strip().splitlines() if re.search(r"[A-Za-z]", line)]
+        text = (words or [""])[-1][:300]          # the message, not the caret line under the source
+        fp16_acc = re.search(r"zeros\([^)]*(float16|fp16)", getattr(kernel, "src", "") or "")
         fail(name, f"the kernel raised {type(e).__name__}: {text}",
+             FP16_ACC if fp16_acc else
              next((h for key, h in K_ERROR_HINTS if key in text), "read the message: A's tile "
                   "(BM x BK) comes from its descriptor, a_desc.load([off_m, k]), and B's (BK x BN) "
                   "from b_desc.load([k, off_n])"),
@@ -137,9 +146,7 @@ def _verdict(name, c, a, b, blocks, launched, passed_before):
             fail(name, msg, hint, launched)
     mag = a.double().abs() @ b.double().abs()
     if bool(((got - ref).abs() <= tol["atol"] + 2.0 ** -7 * mag).all()):
-        fail(name, msg + " (off by rounding, not by a wrong tile)", "something is rounded to fp16 "
-             "before the sum ends: keep acc in fp32 (tl.zeros(..., dtype=tl.float32), "
-             "acc = tl.dot(a, b, acc)) and convert once, at the store", launched)
+        fail(name, msg + " (off by rounding, not by a wrong tile)", FP16_ACC, launched)
     if passed_before:
         fail(name, msg, HARD_CODED, launched)
     if bool(torch.isnan(got).any()):
