@@ -53,10 +53,24 @@ def run(course, *cmd):
     return subprocess.run(cmd, cwd=course, env=env, capture_output=True, text=True, timeout=600)
 
 
+def stamp_is_current(venv) -> bool:
+    """True when course.sh would NOT reinstall into ``venv`` (its stamp matches this checkout's
+    requirements and pyproject): a stale stamp would make course.sh, run in a temporary copy,
+    re-install the course editable from that copy into the developer's venv."""
+    stamp = venv / ".course-installed"
+    if not stamp.exists():
+        return False
+    want = subprocess.run(["bash", "-c", 'if command -v nvidia-smi >/dev/null 2>&1 && nvidia-smi -L >/dev/null 2>&1; '
+                           'then REQ=requirements-gpu.txt; else REQ=requirements.txt; fi; '
+                           'echo "$(cat "$REQ" requirements-base.txt pyproject.toml | sha256sum | cut -c1-16) $REQ"'],
+                          cwd=ROOT, capture_output=True, text=True).stdout.strip()
+    return stamp.read_text().strip() == want
+
+
 def the_test_command(course, *args):
     """README's `bash course.sh test` where this venv is the one course.sh made, else its two steps."""
     venv = pathlib.Path(sys.prefix)
-    if (venv / ".course-installed").exists():
+    if stamp_is_current(venv):
         env_venv = {"COURSE_VENV": str(venv)}
         p = subprocess.run(["bash", "course.sh", "test", "-q", *args], cwd=course, capture_output=True, text=True,
                            env={**os.environ, **env_venv, "PYTHONPATH": pythonpath(course)}, timeout=600)
@@ -154,3 +168,9 @@ def test_corrupt_solution_gives_a_clear_message(course, cmd):
     assert p.returncode == 1 and "Traceback" not in p.stderr, p.stderr
     assert "is not a valid notebook" in p.stderr and "restore it" in p.stderr
     assert (course / NB).read_bytes() == mine
+
+
+def test_the_stamp_formula_is_course_sh_s():
+    """stamp_is_current computes course.sh's stamp; if course.sh changes it, change both."""
+    assert 'want="$(cat "$REQ" requirements-base.txt pyproject.toml | sha256sum | cut -c1-16) $REQ"' in \
+        (ROOT / "course.sh").read_text()

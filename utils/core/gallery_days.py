@@ -153,4 +153,5 @@ ON_DEMAND = {
     "05_gemm_ladder_copy_1gib": "the lab report 05b §1.2, the copy at 1 GiB",
     "05_gemm_ladder_persistent": "05 §5, rung 6 in two changes",
     "08_below_ptx": "08, counters and the debugging lab's subprocesses",
+    "08_below_ptx_emu_fidelity": "08 §2.7, the emulator and the GPU on the same small launches",
 }

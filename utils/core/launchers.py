@@ -68,6 +68,10 @@ NEEDS = {
     "utils.day05.attention_measure.measure_counters": NCU,
     **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap", TMA),
     **_each("utils.day05.skinny_measure.", "measure_descriptor_modes measure_race", ("tma", "tensormap_replace")),
+    # day 5 · 02, Exercise 3b: the learner's kernel on the emulator (needs nothing) and on this GPU
+    "utils.day05.tma_kernel_run.run_emulated": (),
+    "utils.day05.tma_kernel_run.run_gpu": TMA,
+    "utils.day05.group_desc_run.gpu_outputs": ("tma", "tensormap_replace"),   # day 5 · 06 Exercise 4 on this GPU (the emulator needs nothing)
 }
 
 # Keyword arguments that add features when present and not literally False.
@@ -79,9 +83,14 @@ SELF_DECIDING = {
     "utils.day02.checks.check_phase_fix": (GPU, GPU),
     "utils.tma.store_check.check_store_kernel": (TMA, TMA),
     "utils.tma.exercises.check_store_kernel": (TMA, TMA),
+    "utils.day05.tma_kernel_check.check_tile_kernel": (TMA, TMA),   # the emulator everywhere, the GPU with TMA
+    "utils.day05.tma_kernel_check.check_ring_kernel": (TMA, TMA),
     "utils.tma.lab_run.symptom": (("sm90a",), TMA),
     "utils.cute_dsl.exercises.check_producer": (TMA, WGMMA),    # its tier must already say wgmma
     "utils.cute_dsl.producer_check.check_producer": (TMA, WGMMA),
+    "utils.day02.checks.check_pipeline_kernel": (GPU, GPU),   # the emulator everywhere, the GPU when cc >= 8.0
+    "utils.day02.checks.check_ring_kernel": (GPU, GPU),
+    "utils.day05.group_desc_check.check_group_box": (("tma", "tensormap_replace"), ("tma", "tensormap_replace")),
 }
 
 

@@ -21,6 +21,10 @@ DECIMALS = 15           # decimal numbers typed into a notebook's prose
 
 _FENCE = re.compile(r"```.*?```", re.S)
 _DECIMAL = re.compile(r"(?<![\w.])\d+\.\d+")
+# Identifiers, not measurements: a version after its tool's name ("Triton 3.9", "PTX ISA 8.6") and a
+# compute capability ("12.0", "10.7": major 7-12 with one digit of minor) are not typed figures.
+_VERSIONED = re.compile(r"(Triton|CuteDSL|PTX ISA|NVRTC|ptxas|CUDA|torch|Python|CuPy|driver)\s+$")
+_CAPABILITY = re.compile(r"(?:[7-9]|1[0-2])\.\d$")
 
 
 def _source(cell: dict) -> str:
@@ -55,10 +59,16 @@ def count_words(text: str) -> int:
 
 def count_decimals(text: str) -> int:
     """Decimal numbers in ``text``: ``0.97`` counts, ``sm_90a``, ``v1.2`` and ``1.2.3`` do not
-    count as decimals of their own (the last gives one: ``1.2``)."""
+    count as decimals of their own (the last gives one: ``1.2``), nor do identifiers: a version
+    after its tool's name (``Triton 3.9``) and a compute capability (``9.0``, ``12.1``)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    return len(_DECIMAL.findall(text))
+    count = 0
+    for m in _DECIMAL.finditer(text):
+        if _VERSIONED.search(text[max(0, m.start() - 12):m.start()]) or _CAPABILITY.fullmatch(m.group()):
+            continue
+        count += 1
+    return count
 
 
 def stats(nb: dict) -> dict:

@@ -10,6 +10,57 @@ __device__ __forceinline__ unsigned long long now_ns() {
   return t;
 }
 
+// ---- Helpers (a learner's kernel may call these: utils.cuda_cpp.day02.HELPERS) ----------------
+// One 16-byte cp.async from global to shared memory; valid == false: 16 zero bytes (zero-fill).
+__device__ __forceinline__ void cp_async16(void* dst, const float4* src, bool valid) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"       // %2 = 0: zero-fill
+               :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+// Wait until at most N of this thread's committed groups are still in flight (N: a constant).
+template <int N>
+__device__ __forceinline__ void cp_async_wait() { asm volatile("cp.async.wait_group %0;" :: "n"(N) : "memory"); }
+// Arrive on the mbarrier at `bar` when all of this thread's earlier cp.async copies have landed
+// (.noinc: the arrival is one of those the barrier's init counted).
+__device__ __forceinline__ void cp_async_arrive_noinc(unsigned bar) {
+  asm volatile("cp.async.mbarrier.arrive.noinc.shared::cta.b64 [%0];" :: "r"(bar) : "memory");
+}
+
+// The consumer's "compute": `work` dependent FMAs per value, y = a^w x + (1 - a^w) with a = 0.999.
+__device__ __forceinline__ float4 compute(float4 v, int work) {
+  for (int w = 0; w < work; ++w) {
+    v.x = fmaf(v.x, 0.999f, 0.001f); v.y = fmaf(v.y, 0.999f, 0.001f);
+    v.z = fmaf(v.z, 0.999f, 0.001f); v.w = fmaf(v.w, 0.999f, 0.001f);
+  }
+  return v;
+}
+
+// mbarrier basics
+__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void mbar_arrive(unsigned bar) {
+  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
+}
+// Has the phase with this parity completed? (non-blocking; sm_80+)
+__device__ __forceinline__ bool mbar_test(unsigned bar, unsigned parity) {
+  unsigned ok;
+  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
+               " selp.u32 %0, 1, 0, p;\n}" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
+  return ok != 0;
+}
+// Wait for the phase with `parity` to complete, at most timeout_ns. Returns false on timeout.
+__device__ __forceinline__ bool mbar_wait_bounded(unsigned bar, unsigned parity, unsigned long long timeout_ns) {
+  if (mbar_test(bar, parity)) return true;
+  unsigned long long start = now_ns();
+  for (;;) {
+    for (int i = 0; i < 64; ++i) if (mbar_test(bar, parity)) return true;
+    if (now_ns() - start > timeout_ns) return false;
+  }
+}
+
+// ---- end of the helpers ----
+
 // ---- 1. Pointer chase: one thread, each load's address is the previous load's value ----------
 // mode 0: ld.global.ca (cached in L1 and L2), 1: ld.global.cg (L2 only), 2: ld.shared (the
 // cycle is first copied into shared memory by the whole block). cycles[0] = clock64 cycles.
@@ -57,22 +108,9 @@ __device__ __forceinline__ void read_inflight(const uint4* __restrict__ src, uns
 #define READ(U) extern "C" __global__ void read_inflight_u##U(const uint4* s, unsigned* o, long long n) { read_inflight<U>(s, o, n); }
 READ(1) READ(2) READ(4) READ(8) READ(16)
 
-// The consumer's "compute": `work` dependent FMAs per value, y = a^w x + (1 - a^w) with a = 0.999.
-__device__ __forceinline__ float4 compute(float4 v, int work) {
-  for (int w = 0; w < work; ++w) {
-    v.x = fmaf(v.x, 0.999f, 0.001f); v.y = fmaf(v.y, 0.999f, 0.001f);
-    v.z = fmaf(v.z, 0.999f, 0.001f); v.w = fmaf(v.w, 0.999f, 0.001f);
-  }
-  return v;
-}
-
 // ---- 3. A tiled kernel with S shared-memory stages filled by cp.async ------------------------
 // A tile is blockDim.x float4 (16 B per thread). Block b handles tiles b, b + gridDim.x, ...
 // Stage k of the ring holds tile k % S. Tiles k+1 .. k+S-1 are in flight while tile k is used.
-__device__ __forceinline__ void cp_async16(void* dst, const float4* src, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;"       // %2 = 0: zero-fill
-               :: "r"(smem_addr(dst)), "l"(src), "r"(valid ? 16 : 0) : "memory");
-}
 template <int S>
 __device__ __forceinline__ void pipeline(const float4* x, float4* y, long long n_vec, int work) {
   extern __shared__ float4 ring[];                                  // S * blockDim.x float4
@@ -101,30 +139,7 @@ __device__ __forceinline__ void pipeline(const float4* x, float4* y, long long n
 #define PIPE(S) extern "C" __global__ void cp_async_pipeline_s##S(const float4* x, float4* y, long long n, int w) { pipeline<S>(x, y, n, w); }
 PIPE(1) PIPE(2) PIPE(3) PIPE(4) PIPE(8)
 
-// ---- 4. mbarrier basics ------------------------------------------------------------------------
-__device__ __forceinline__ void mbar_init(unsigned bar, unsigned count) {
-  asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void mbar_arrive(unsigned bar) {
-  asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];" :: "r"(bar) : "memory");
-}
-// Has the phase with this parity completed? (non-blocking; sm_80+)
-__device__ __forceinline__ bool mbar_test(unsigned bar, unsigned parity) {
-  unsigned ok;
-  asm volatile("{\n .reg .pred p;\n mbarrier.test_wait.parity.shared::cta.b64 p, [%1], %2;\n"
-               " selp.u32 %0, 1, 0, p;\n}" : "=r"(ok) : "r"(bar), "r"(parity) : "memory");
-  return ok != 0;
-}
-// Wait for the phase with `parity` to complete, at most timeout_ns. Returns false on timeout.
-__device__ __forceinline__ bool mbar_wait_bounded(unsigned bar, unsigned parity, unsigned long long timeout_ns) {
-  if (mbar_test(bar, parity)) return true;
-  unsigned long long start = now_ns();
-  for (;;) {
-    for (int i = 0; i < 64; ++i) if (mbar_test(bar, parity)) return true;
-    if (now_ns() - start > timeout_ns) return false;
-  }
-}
-
+// ---- 4. mbarrier phases made visible -------------------------------------------------------------
 // Phases made visible: count = blockDim.x. Each round, the first half of the threads arrive,
 // thread 0 probes both parities, then the second half arrive and thread 0 probes again.
 // probe[0..1] before any arrival; round r writes probe[2 + 4r .. 5 + 4r] (mid p0, p1, end p0, p1).

@@ -8,6 +8,10 @@
   (cp.async, or with ``bulk`` one TMA bulk copy + ``expect_tx``). Waits are bounded: a wrong
   phase raises ``RuntimeError`` after ``timeout_ns`` instead of hanging.
 
+* :data:`HELPERS` and :func:`learner_unit`: the helpers at the top of ``day02.cu`` (cp.async, mbarrier,
+  ``compute``) and the compile unit of a learner's kernel (day 2's kernel exercises, run by
+  :mod:`utils.day02.pipeline_check` and :mod:`utils.day02.ring_check`).
+
 Arrays are CuPy arrays or torch CUDA tensors (viewed without a copy).
 """
 from __future__ import annotations
@@ -187,3 +191,22 @@ def compute_ref(x, work: int):
     """What every day-2 consumer computes: ``work`` times v <- 0.999 v + 0.001 (closed form)."""
     a = 0.999 ** work
     return a * x + (1 - a)
+
+
+HELPERS = SOURCE[:SOURCE.index("// ---- end of the helpers ----")]
+"""The helper functions at the top of ``day02.cu`` (``smem_addr``, ``cp_async16``, ``cp_async_commit``,
+``cp_async_wait<N>``, ``cp_async_arrive_noinc``, ``compute``, ``mbar_init``, ``mbar_arrive``,
+``mbar_test``, ``mbar_wait_bounded``): what a learner's kernel is compiled after."""
+
+
+def cp_async_helpers() -> str:
+    """The cp.async helpers and ``compute`` of :data:`HELPERS` (what the pipeline exercise calls)."""
+    return HELPERS[HELPERS.index("// One 16-byte cp.async"):HELPERS.index("// mbarrier basics")]
+
+
+def learner_unit(source: str, footer: str = "") -> str:
+    """The compile unit of a learner's day-2 kernel: :data:`HELPERS`, then ``source``, then
+    ``footer`` (e.g. the ``extern "C"`` instantiations of a template)."""
+    if not isinstance(source, str) or not source.strip():
+        raise TypeError(f"the kernel must be CUDA C++ source in a string, got {type(source).__name__}")
+    return f"{HELPERS}\n#line 1 \"your_kernel.cu\"\n{source}\n{footer}"

@@ -5,6 +5,8 @@
 3. :func:`check_producer` — the producer's acquire / copy / commit step of the TMA GEMM: its
    structure followed while it compiles for sm_90a (any machine) and, on Hopper, the GEMM run
    against torch (in :mod:`utils.cute_dsl.producer_check`, re-exported here).
+4. :func:`check_consumer` — the consumer's wait / wgmma / release step, checked the same way
+   (in :mod:`utils.cute_dsl.consumer_check`, re-exported here).
 
 The first two call the learner's function on every case first; a hint that names a slip is given
 only when the answers equal that slip's on every case (:mod:`utils.core.answers`; a right value of
@@ -16,6 +18,7 @@ from ..core.answers import answers, named_mistake
 from ..core.checks import NOT_ATTEMPTED, fail, is_int, is_number, not_attempted, passed
 # Exercise 3, a kernel step compiled and traced, lives in its own module; notebooks reach it here
 from .producer_check import COMPILE_HINTS, PRODUCER_CLUSTER, check_producer, producer_problems  # noqa: F401
+from .consumer_check import check_consumer, consumer_problems  # noqa: F401
 
 
 def stage_tx_ref(tile_mnk, itemsize: int, cluster=(1, 1)) -> int:

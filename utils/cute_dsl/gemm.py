@@ -214,15 +214,9 @@ class TmaGemm:
         acc.fill(0.0)
         tiled_mma.set(warpgroup.Field.ACCUMULATE, True)
         for k in cutlass.range(k_tiles, unroll=1):
-            pipe.consumer_wait(read)                    # TMA bytes of this stage have landed
-            warpgroup.fence()
-            for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
-                cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
-            warpgroup.commit_group()
-            warpgroup.wait_group(self.k_pipe_mmas)      # the previous stage's wgmmas are done
+            self.mma(pipe, read, release, k, tiled_mma, acc, tCrA, tCrB)   # consumer step
             read.advance()
-            if k >= self.k_pipe_mmas:
-                pipe.consumer_release(release)          # so its buffer goes back to the producer
+            if k >= self.k_pipe_mmas:                   # the step released stage `release`
                 release.advance()
                 if warp == 0 and prod.count < k_tiles:  # refill the buffer just freed
                     self.load(pipe, prod, atom_a, tAg, tAs, mask_a, atom_b, tBg, tBs, mask_b)
@@ -246,6 +240,20 @@ class TmaGemm:
         cute.copy(atom_a, tAg[(None, state.count)], tAs[(None, state.index)], tma_bar_ptr=bar, mcast_mask=mask_a)
         cute.copy(atom_b, tBg[(None, state.count)], tBs[(None, state.index)], tma_bar_ptr=bar, mcast_mask=mask_b)
         pipe.producer_commit(state)                     # a no-op for TMA: the bytes complete it
+
+    @cute.jit
+    def mma(self, pipe, read, release, k, tiled_mma, acc, tCrA, tCrB):
+        """Consumer step of k-tile ``k``: wait for stage ``read``, issue its wgmmas, leave
+        ``k_pipe_mmas`` groups in flight, then release stage ``release`` (the one before, whose
+        wgmmas are done) to the producer; the kernel advances both states."""
+        pipe.consumer_wait(read)                        # TMA bytes of this stage have landed
+        warpgroup.fence()
+        for kb in cutlass.range(cute.size(tCrA, mode=[2]), unroll_full=True):
+            cute.gemm(tiled_mma, acc, tCrA[None, None, kb, read.index], tCrB[None, None, kb, read.index], acc)
+        warpgroup.commit_group()
+        warpgroup.wait_group(self.k_pipe_mmas)          # the previous stage's wgmmas are done
+        if k >= self.k_pipe_mmas:                       # from the k_pipe_mmas-th k-tile on
+            pipe.consumer_release(release)              # so its buffer goes back to the producer
 
     @cute.jit
     def tile_of_cluster(self):

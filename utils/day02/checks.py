@@ -3,7 +3,8 @@ tries the learner's answer on several cases, reports a stub as "not attempted", 
 wrong answer with a hint (:mod:`utils.core.answers`). The phase-bug exercise,
 :func:`check_phase_fix`, is in :mod:`utils.day02.phase_check` (re-exported here): its
 :func:`simulate_ring` runs a producer/consumer ring on mbarrier models, so a phase bug is found on
-any machine (and on a GPU, in the real kernel too).
+any machine (and on a GPU, in the real kernel too). The kernel exercises, :func:`check_pipeline_kernel`
+and :func:`check_ring_kernel`, are in :mod:`.pipeline_check` and :mod:`.ring_check` (re-exported).
 """
 from __future__ import annotations
 
@@ -16,6 +17,9 @@ from ..core.checks import NOT_ATTEMPTED, ROUND_DOWN, ROUND_UP, fail, int_answer,
 # the phase-bug exercise (a C expression run on a ring model, and on the GPU) lives in its own module
 from .phase_check import (PRODUCER_PARITY_BUG, PRODUCER_PARITY_REF, check_phase_fix, parity_fn,  # noqa: F401
                           simulate_ring)
+# the two kernel exercises: the learner's CUDA kernel run on the emulator (and on a GPU)
+from .pipeline_check import check_pipeline_kernel  # noqa: F401
+from .ring_check import check_ring_kernel  # noqa: F401
 
 loads_per_thread_needed_ref = pm.loads_per_thread_needed
 stages_needed_ref = pm.stages_needed

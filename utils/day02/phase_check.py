@@ -1,7 +1,8 @@
 """Day 2's phase-bug exercise: the learner fixes the producer's wait parity, a C expression in
 ``k`` and ``stages``. It is evaluated with C's rules (:mod:`utils.core.c_expr`) and run on a
 producer/consumer ring of mbarrier models for 1 to 8 stages (:func:`simulate_ring`), so a phase bug
-is found on any machine; with a GPU tier the real ``pc_ring`` kernel runs it too. Split from
+is found on any machine; with a tier given, the real ``pc_ring`` kernel runs it too: on the GPU, or on
+the cpu tier on the course's emulator. Split from
 :mod:`utils.day02.checks`, which re-exports it.
 """
 from __future__ import annotations
@@ -91,8 +92,37 @@ def check_phase_fix(expr, tier=None) -> None:
             fail(name, f"with {stages} stage(s) the ring {verdict}s at tile {k} (your parity there: "
                  f"{values[k]})", _phase_hint(verdict, k, stages),
                  launched=f"model ring, producer parity {expr!r} (C rules)")
-    ran = tier is not None and tier.has_gpu and _check_on_gpu(name, expr)
-    return passed(name, "every wait names the phase it needs." + (" The real kernel agrees." if ran else ""))
+    if tier is not None and tier.has_gpu:
+        ran = " The real kernel agrees." if _check_on_gpu(name, expr) else ""
+    else:
+        ran = " The real kernel agrees on the emulator." if tier is not None and _check_on_emulator(name, expr) else ""
+    return passed(name, "every wait names the phase it needs." + ran)
+
+
+def _check_on_emulator(name, expr) -> bool:
+    """The cpu tier's run of ``pc_ring`` with ``expr`` as the producer's parity (see :func:`_check_on_gpu`)."""
+    import numpy as np
+    from ..cuda_cpp import day02 as cuda_day02
+    from ..emu import EmulatorError
+    from ..emu import course
+    try:
+        cuda_day02.with_producer_parity(expr)
+    except ValueError as err:
+        print(f"[{name}] (not run on the emulator: {err})")
+        return False
+    x = np.random.default_rng().standard_normal(4 * (5 * cuda_day02.TILE_VEC + 7)).astype(np.float32)
+    launched = "pc_ring on the emulator, 1 block, 3 stages"
+    try:
+        y, _ = course.ring(x, np.full_like(x, np.nan), stages=3, work=4, producer_parity=expr, blocks=1)
+    except RuntimeError as err:
+        fail(name, f"the kernel timed out: {err}", launched=launched)
+    except EmulatorError as err:
+        fail(name, f"the kernel raced: {str(err).splitlines()[0]}", "a slot was overwritten before the "
+             "consumer read it", launched=launched)
+    if not np.allclose(y, cuda_day02.compute_ref(x, 4), atol=1e-5):
+        fail(name, "the kernel finished but its output is wrong", "a slot was overwritten before the "
+             "consumer read it", launched=launched)
+    return True
 
 
 def _check_on_gpu(name, expr) -> bool:

@@ -1,7 +1,7 @@
 """Day 5 · 08, the debugging lab: broken TMA kernels read on any machine.
 
 Every lab kernel is the correct ``lab_fixed`` (``lab_fixed.cu``) with one line changed
-(:data:`EDITS`). :func:`listing` numbers a kernel's source, :func:`diff` shows the PTX or SASS
+(:data:`EDITS`; :data:`PAIR`, the last exercise, has two bugs). :func:`listing` numbers a kernel's source, :func:`diff` shows the PTX or SASS
 instructions in which it differs from the correct kernel (sm_90a PTX from NVRTC, SASS from the
 ptxas in Triton's wheel, no GPU needed), and :func:`fence_gap` finds a path on which the threads'
 shared-memory writes reach a TMA store without ``fence.proxy.async``. Running the kernels (in a
@@ -24,7 +24,7 @@ _COORDS = "    Coords k = {{{{{}, {}, 0, 0, 0}}}};"
 _DOUBLE = "    for (int i = threadIdx.x; i < TILE; i += blockDim.x) tile[i] *= 2.0f;"
 _FENCE = '    asm volatile("fence.proxy.async.shared::cta;" ::: "memory");'
 # Every broken kernel is lab_fixed with these lines replaced (numbered as `listing` prints them):
-# the six bugs of the notebook's sections 2.1-2.6, then the six exercises' mystery kernels.
+# the six bugs of the notebook's sections 2.1-2.6, then the seven exercises' mystery kernels.
 EDITS = {
     "lab_hang": {6: "  if (threadIdx.x == 0) mbar_init(bar, blockDim.x);"},
     "lab_expect_tx": {11: "      mbar_expect_tx(bar, TILE);"},
@@ -38,10 +38,15 @@ EDITS = {
     "lab_mystery_4": {15: _FENCE, 16: _DOUBLE},
     "lab_mystery_5": {4: "  float* tile = (float*)(smem_base() + 64);"},
     "lab_mystery_6": {6: "  if (threadIdx.x == 0) mbar_init(bar, blockDim.x / 32);"},
+    # two bugs that interact: the hang of the first hides the race of the second
+    "lab_mystery_7": {11: "      mbar_expect_tx(bar, TILE * 4 + 128);",
+                      16: '    asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");'},
 }
 SECTIONS = ("lab_hang", "lab_expect_tx", "lab_phase", "lab_fence", "lab_negative", "lab_misaligned")
-MYSTERIES = tuple(f"lab_mystery_{i}" for i in range(1, 7))
-KERNELS = (FIXED,) + SECTIONS + MYSTERIES
+MYSTERIES = tuple(f"lab_mystery_{i}" for i in range(1, 7))   # one bug each (lab_checks.check_bug)
+PAIR = "lab_mystery_7"                                         # two bugs (lab_checks.check_pair)
+PUZZLES = MYSTERIES + (PAIR,)                                  # every exercise's kernel
+KERNELS = (FIXED,) + SECTIONS + PUZZLES
 
 
 def _broken(name: str) -> str:
@@ -57,7 +62,7 @@ def _broken(name: str) -> str:
     return "\n".join(lines) + "\n"
 
 
-SOURCE = "\n".join([runtime.SOURCE, _FIXED_CU, *(_broken(n) for n in SECTIONS + MYSTERIES)])
+SOURCE = "\n".join([runtime.SOURCE, _FIXED_CU, *(_broken(n) for n in SECTIONS + PUZZLES)])
 
 
 def known(name) -> str:
@@ -71,6 +76,20 @@ def source(name: str) -> str:
     """The CUDA source of lab kernel ``name`` (from ``extern`` to its closing brace)."""
     start = SOURCE.index(f'extern "C" __global__ void {known(name)}(')
     return SOURCE[start:SOURCE.index("\n}\n", start) + 2]
+
+
+def with_lines(name: str, lines: dict) -> str:
+    """:data:`SOURCE` with lines of kernel ``name`` replaced, ``{number: text}`` as :func:`listing`
+    numbers them (e.g. one bug of ``lab_mystery_7`` fixed, to run the kernel again). Runs on the
+    emulator (``utils.emu.course.lab_report(name, source=...)``); the GPU runs :data:`SOURCE`."""
+    old = source(name)
+    new = old.splitlines()
+    for number, text in lines.items():
+        if not (isinstance(number, int) and 1 <= number <= len(new) and isinstance(text, str)):
+            raise ValueError(f"lines must map a line number 1..{len(new)} of {name} to its new text, "
+                             f"got {number!r}: {text!r}")
+        new[number - 1] = text
+    return SOURCE.replace(old, "\n".join(new) + "\n")
 
 
 def listing(name: str) -> str:

@@ -1,5 +1,6 @@
 // The debugging lab's kernel (day 5 · 08): the correct one. The broken kernels are copies of it
-// with one line changed, made by utils/tma/lab.py (EDITS), so that each differs in that line only.
+// with one line changed (two in lab_mystery_7), made by utils/tma/lab.py (EDITS), so that each
+// differs in those lines only.
 // Compiled after tma_kernels.cu (utils/tma/lab.py), whose helpers they use: mbar_init,
 // mbar_expect_tx, mbar_wait_bounded (the bounded wait), tma_load, tma_store, smem_base.
 //

@@ -31,22 +31,33 @@ MARK = "LAB_REPORT "                                             # the child's o
 TOOLS = ("memcheck", "racecheck", "synccheck", "initcheck")
 
 
-def _child(name: str, shape=SHAPE, runs: int = 10, unbounded: bool = False) -> dict:
-    """Launch kernel ``name`` ``runs`` times on a fresh tensor (this process may die doing it)."""
+def lab_input(shape, seed: int) -> np.ndarray:
+    """The lab's input for a seeded run: float32 randn of ``shape`` (the GPU child and the
+    emulator, :mod:`utils.emu.gpu_agreement`, draw the same one)."""
+    return np.random.default_rng(seed).standard_normal(tuple(shape)).astype(np.float32)
+
+
+def _child(name: str, shape=SHAPE, runs: int = 10, unbounded: bool = False, grid: int = GRID,
+           seed: int | None = None, save: str | None = None) -> dict:
+    """Launch kernel ``name`` ``runs`` times on a fresh tensor (this process may die doing it);
+    with ``seed`` the tensor is :func:`lab_input`'s, with ``save`` the last output goes to that .npy."""
     rep = {"kernel": name, "runs": 0, "cuda_error": None, "wait_timed_out": False, "wrong": 0,
            "undoubled": 0, "unwritten": 0, "elements": 0}
     try:
         import cupy as cp
         from .descriptor import make_spec
         from .encode import encode
-        x = cp.random.standard_normal(shape, dtype=cp.float32)
+        x = (cp.random.standard_normal(shape, dtype=cp.float32) if seed is None
+             else cp.asarray(lab_input(shape, seed)))
         opts = ("-std=c++17",) + (("-DCOURSE_UNBOUNDED_WAIT",) if unbounded else ())
         k = cp.RawModule(code=SOURCE, options=opts).get_function(name)
         for _ in range(runs):
             y, status = cp.full(shape, cp.nan, cp.float32), cp.zeros(1, cp.int32)
-            k((GRID,), (THREADS,), (encode(make_spec(x, BOX)), encode(make_spec(y, BOX)), np.int32(shape[0]),
+            k((grid,), (THREADS,), (encode(make_spec(x, BOX)), encode(make_spec(y, BOX)), np.int32(shape[0]),
                                     np.int32(shape[1]), status, np.uint64(runtime.TIMEOUT_NS)), shared_mem=SMEM)
             cp.cuda.Device().synchronize()
+            if save:
+                np.save(save, y.get())
             timed_out = bool(int(status.get()[0]))
             rep["runs"] += 1
             rep["wait_timed_out"] |= timed_out
@@ -62,16 +73,21 @@ def _child(name: str, shape=SHAPE, runs: int = 10, unbounded: bool = False) -> d
 
 
 def run(name: str, *, runs: int = 10, timeout_s: float = 60, unbounded: bool = False,
-        shape=SHAPE, prefix=(), tail: int = 12) -> dict:
-    """Run lab kernel ``name`` in a subprocess (``runs`` launches, stopping at a timed-out wait or
-    an error); return the child's report plus ``exit_status`` (None if it was killed after
-    ``timeout_s`` seconds), ``killed``, ``seconds`` (wall time) and the last lines of its output.
-    ``unbounded`` compiles the waits without their timeout (a real hang); ``prefix`` is a command
-    to run the child under (:func:`sanitize`); ``tail`` how many lines of output to keep."""
+        shape=SHAPE, prefix=(), tail: int = 12, grid: int = GRID, seed: int | None = None,
+        save: str | None = None) -> dict:
+    """Run lab kernel ``name`` in a subprocess (``runs`` launches of ``grid`` CTAs, stopping at a
+    timed-out wait or an error); return the child's report plus ``exit_status`` (None if it was
+    killed after ``timeout_s`` seconds), ``killed``, ``seconds`` (wall time) and the last lines of
+    its output. ``unbounded`` compiles the waits without their timeout (a real hang); ``prefix`` is
+    a command to run the child under (:func:`sanitize`); ``tail`` how many lines of output to keep;
+    ``seed`` draws the input from :func:`lab_input`; ``save`` a .npy path for the last output."""
     if not (isinstance(runs, int) and runs >= 1 and timeout_s > 0):
         raise ValueError(f"runs must be an int >= 1 and timeout_s > 0, got {runs!r}, {timeout_s!r}")
+    if not (isinstance(grid, int) and grid >= 1) or not (seed is None or isinstance(seed, int)):
+        raise ValueError(f"grid must be an int >= 1 and seed an int or None, got {grid!r}, {seed!r}")
     cmd = [*prefix, sys.executable, "-m", "utils.tma.lab_run", known(name), str(runs), str(shape[0]),
-           str(shape[1])] + (["--unbounded"] if unbounded else [])
+           str(shape[1])] + (["--unbounded"] if unbounded else []) + (["--grid", str(grid)] if grid != GRID else []) \
+        + (["--seed", str(seed)] if seed is not None else []) + (["--save", str(save)] if save else [])
     env = dict(os.environ, PYTHONPATH=os.pathsep.join([str(ROOT), os.environ.get("PYTHONPATH", "")]))
     t0 = time.perf_counter()
     try:
@@ -181,8 +197,16 @@ def symptom(stem: str, name: str, tier) -> dict:
     return row
 
 
+def _option(args: list, flag: str):
+    """The value after ``flag`` in ``args``, or None."""
+    return args[args.index(flag) + 1] if flag in args else None
+
+
 if __name__ == "__main__":   # the child: python -m utils.tma.lab_run NAME RUNS ROWS COLS [--unbounded]
-    args = sys.argv[1:]
-    report = _child(known(args[0]), (int(args[2]), int(args[3])), int(args[1]), "--unbounded" in args)
+    args = sys.argv[1:]      #            [--grid N] [--seed S] [--save PATH.npy]
+    seed_ = _option(args, "--seed")
+    report = _child(known(args[0]), (int(args[2]), int(args[3])), int(args[1]), "--unbounded" in args,
+                    int(_option(args, "--grid") or GRID), None if seed_ is None else int(seed_),
+                    _option(args, "--save"))
     print(MARK + json.dumps(report), flush=True)
     sys.exit(1 if report["cuda_error"] else 0)

@@ -15,7 +15,9 @@ strides and fill stay: they describe the kernel's tile, the same for every group
 * :func:`ptx` compiles ``update_kernels.cu`` for sm_90a; :data:`SASS_OF` is what ptxas made of
   each instruction (read on a CPU). The kernels are compiled and read on any machine and run on
   a Hopper GPU by :mod:`.update_run` (``grouped_load_updated``, ``update_race``,
-  ``splitk_reduce_add``).
+  ``splitk_reduce_add``), and without one on the course's CPU emulator (``utils.emu.course``:
+  values and named races, never a time). Notebook 06's Exercise 4 has the learner write the
+  device-side build itself (``group_tile.cu`` beside this file, checked by ``utils.day05``).
 
 PTX ISA sources (docs.nvidia.com/cuda/parallel-thread-execution): ``tensormap.replace`` (Data
 Movement and Conversion Instructions; PTX ISA 8.3, sm_90a; fields ``.global_address .rank``,

@@ -2,7 +2,8 @@
 // reduce-add: three small teaching kernels, inline PTX so every step is visible. No #include.
 //
 // Compiled for sm_90a with NVRTC and assembled with ptxas on any machine (tests/test_tma_update.py
-// reads the PTX and the SASS); run on a Hopper GPU by utils/tma/update_run.py.
+// reads the PTX and the SASS); run on a Hopper GPU by utils/tma/update_run.py, and on the CPU
+// emulator by utils/emu/course.py (values and races, no time).
 //
 // PTX ISA references (docs.nvidia.com/cuda/parallel-thread-execution):
 //  * tensormap.replace (Data Movement and Conversion Instructions): PTX ISA 8.3, sm_90a;
