@@ -123,8 +123,9 @@ def _run(name, kernel, a, b, blocks, device, launched):
     return c.clone(), outside
 
 
-def _verdict(name, c, a, b, blocks, launched, passed_before):
-    """Raise with the hint of the slip C matches (emulated), else a neutral one."""
+def mismatch(name, c, a, b, launched):
+    """None if C = A @ B within fp16's tolerance; else ``(msg, got, ref, tol, a, b)`` on the CPU in
+    float64, for matching C against emulated slips (shared with :mod:`.persistent_check`)."""
     import contextlib
     import io
 
@@ -132,12 +133,21 @@ def _verdict(name, c, a, b, blocks, launched, passed_before):
     try:
         with contextlib.redirect_stdout(io.StringIO()):
             gemm.check_gemm(name, c, a, b, launched)
-        return
+        return None
     except CheckFailed as e:
         msg = str(e).split("wrong: ", 1)[-1].split("\n")[0]
     a, b = a.cpu(), b.cpu()
     tol, got = gemm.tolerance(torch.float16, a.shape[1]), c.double().cpu()
-    ref = gemm.matmul_ref(a, b).double().cpu()
+    return msg, got, gemm.matmul_ref(a, b).double().cpu(), tol, a, b
+
+
+def _verdict(name, c, a, b, blocks, launched, passed_before):
+    """Raise with the hint of the slip C matches (emulated), else a neutral one."""
+    import torch
+    found = mismatch(name, c, a, b, launched)
+    if found is None:
+        return
+    msg, got, ref, tol, a, b = found
     for make, hint in V1_SLIPS:
         if _same(got, make(a, b, ref, *blocks), tol):
             fail(name, msg, hint, launched)
