@@ -102,3 +102,14 @@ def test_every_solution_has_an_exercise_with_stubs():
         assert ex.exists(), ex
         assert "BEGIN SOLUTION" not in ex.read_text()
         assert "### BEGIN SOLUTION" in sol.read_text(), f"{sol} has no exercise"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=IDS)
+def test_cell_ids_all_or_none(path):
+    """A notebook of nbformat 4.5+ gives every cell an id, or none does: a cell without one gets a
+    random id from Jupyter, so the generated exercise copy would differ at every run (and back
+    the learner's copy up each time)."""
+    cs = cells(path)
+    with_id = [i for i, c in enumerate(cs) if "id" in c]
+    assert not with_id or len(with_id) == len(cs), \
+        f"cells without an id: {[i for i, c in enumerate(cs) if 'id' not in c]} (give each a fixed id)"

@@ -13,7 +13,7 @@ import pytest
 from utils.core.checks import CheckFailed
 from utils.core.exercises import strip_solution
 from utils.cuda_cpp import day02
-from utils.day02 import kernel_runs as kr
+from utils.cuda_cpp import kernel_runs as kr
 from utils.day02 import pipeline_check as pc
 from utils.day02 import ring_check as rc
 

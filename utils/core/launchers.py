@@ -88,6 +88,7 @@ SELF_DECIDING = {
     "utils.tma.lab_run.symptom": (("sm90a",), TMA),
     "utils.cute_dsl.exercises.check_producer": (TMA, WGMMA),    # its tier must already say wgmma
     "utils.cute_dsl.producer_check.check_producer": (TMA, WGMMA),
+    "utils.day01.checks.check_transpose_kernel": (GPU, GPU),   # the emulator everywhere, CuPy on any GPU
     "utils.day02.checks.check_pipeline_kernel": (GPU, GPU),   # the emulator everywhere, the GPU when cc >= 8.0
     "utils.day02.checks.check_ring_kernel": (GPU, GPU),
     "utils.day05.group_desc_check.check_group_box": (("tma", "tensormap_replace"), ("tma", "tensormap_replace")),

@@ -19,6 +19,12 @@ The steps (:data:`STEPS`), each one change on the previous one:
   and the softmax of ``S_j`` runs while that PV GEMM is still in flight (FlashAttention-3's
   intra-warpgroup overlap; the rescale of O waits for the PV GEMM).
 
+``order="named"`` (step ``"overlap"`` only) orders the two warpgroups with named barriers
+instead, as FlashAttention-3 does: one iteration of the overlapped loop is then the method
+:meth:`FlashFwd.named_step`, which day05/07's Exercise 4 writes (``utils.day05.attention_step_check``
+plugs it in and checks it); the kernel gives warpgroup 0 the first turn. The course's measured
+kernel keeps the mbarrier ring (``order="mbarrier"``, the default).
+
 ``causal=True`` masks keys after each query; ``skip=True`` (the default) visits only the K/V tiles
 up to the diagonal, ``skip=False`` visits all of them and masks (the ablation of the skip).
 
@@ -27,6 +33,8 @@ multiple of 128, q/k/v/o contiguous ``(B, H, S, D)``.
 """
 from __future__ import annotations
 
+from functools import partial
+
 from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
 
 STEPS = ("pipeline", "producer", "pingpong", "overlap")
@@ -34,6 +42,8 @@ BLOCK_M, WG_M, BLOCK_N = 128, 64, 128       # query rows per CTA / per warpgroup
 SMEM_BYTES = 227 * 1024
 LOAD_REGS, MMA_REGS = 24, 240                # setmaxnreg of producer / consumer warpgroups
 LOG2E = 1.4426950408889634
+ORDER_BARRIER = 1           # named barriers 1 and 2 order the consumer warpgroups (0 is __syncthreads)
+ORDERS = ("mbarrier", "named")
 
 
 def kv_stages(D: int, itemsize: int = 2) -> int:
@@ -48,7 +58,11 @@ class FlashFwd:
     the MN-major B operand of ``P V``); see :func:`operands`."""
 
     def __init__(self, D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True,
-                 stages: int | None = None):
+                 stages: int | None = None, order: str = "mbarrier"):
+        if order not in ORDERS:
+            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
+        if order == "named" and step != "overlap":
+            raise ValueError(f"order='named' is the overlapped loop's (step 'overlap'), got step {step!r}")
         if D not in (64, 128):
             raise ValueError(f"head dim D must be 64 or 128, got {D!r}")
         if step not in STEPS:
@@ -61,6 +75,7 @@ class FlashFwd:
         self.ws = step != "pipeline"
         self.pingpong = step in ("pingpong", "overlap")
         self.overlap = step == "overlap"
+        self.named = order == "named"
         self.threads = 384 if self.ws else 256
 
     # --- host side -----------------------------------------------------------------------------
@@ -250,23 +265,30 @@ class FlashFwd:
         V_{j-1}`` back to back, then run the softmax of ``S_j`` while the PV GEMM is in flight;
         O is rescaled only once that GEMM is done."""
         kv_pipe.consumer_wait(read)
-        self.gemm_qk(order, qk_mma, tSrQ, tSrK, acc_s, cw, read.index)
+        self.gemm_qk(order, qk_mma, tSrQ, tSrK, acc_s, cw, read.index, ordered=not self.named)
         warpgroup.wait_group(0)
         self.softmax(acc_s, acc_o, tScS, m_run, l_run, 0, m_tile, row0, scale_log2, False)
         prev = read.clone()
         read.advance()
         alpha = cute.make_rmem_tensor(m_run.layout, cutlass.Float32)
+        if cutlass.const_expr(self.named):
+            if cw == 1:                                        # warpgroup 0 takes the loop's first turn
+                cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER, number_of_threads=256)
         for j in cutlass.range(1, n_tiles, unroll=1):
             p = self.to_operand(acc_s)                         # P_{j-1} leaves the S registers
             kv_pipe.consumer_wait(read)
-            self.gemm_qk(order, qk_mma, tSrQ, tSrK, acc_s, cw, read.index, pv=(pv_mma, p, tOrV, acc_o, prev.index))
-            warpgroup.wait_group(1)                            # S_j is ready; PV_{j-1} may still run
-            for r in cutlass.range_constexpr(cute.size(m_run)):
-                alpha[r] = m_run[r]
-            self.softmax(acc_s, acc_o, tScS, m_run, l_run, j, m_tile, row0, scale_log2, False)
-            warpgroup.wait_group(0)                            # PV_{j-1} done: rescale O, free its stage
-            self.rescale(acc_o, m_run, alpha, scale_log2)
-            kv_pipe.consumer_release(prev)
+            if cutlass.const_expr(self.named):
+                self.named_step(cw, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
+                                partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
+                                partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile,
+                                        row0, scale_log2),
+                                partial(self.finish_pv, kv_pipe, prev, acc_o, m_run, alpha, scale_log2))
+            else:
+                self.overlap_step(order, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
+                                  partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
+                                  partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile,
+                                          row0, scale_log2),
+                                  partial(self.finish_pv, kv_pipe, prev, acc_o, m_run, alpha, scale_log2))
             prev.advance()
             read.advance()
         p = self.to_operand(acc_s)
@@ -275,21 +297,57 @@ class FlashFwd:
         kv_pipe.consumer_release(prev)
 
     @cute.jit
-    def gemm_qk(self, order, qk_mma, tSrQ, tSrK, acc_s, cw, stage, pv=None):
-        """Issue ``S = Q K^T`` (and, in the overlapped loop, the previous tile's ``O += P V``
-        right after it), in this warpgroup's turn when the warpgroups ping-pong."""
-        if cutlass.const_expr(self.pingpong):
+    def overlap_step(self, order, issue_s, issue_pv, softmax, finish):
+        """One iteration of the overlapped loop, in the course's kernel: in this warpgroup's turn
+        (the mbarrier ring ``order``) issue ``S_j = Q K_j`` then ``O += P_{j-1} V_{j-1}``, hand
+        the turn on, wait for S_j only, run its softmax while the PV GEMM runs, then wait for
+        that GEMM before ``finish`` rescales O and frees stage j-1."""
+        order.wait()
+        issue_s()
+        issue_pv()
+        order.arrive()
+        warpgroup.wait_group(1)                            # S_j is ready; PV_{j-1} may still run
+        softmax()
+        warpgroup.wait_group(0)                            # PV_{j-1} done: rescale O, free its stage
+        finish()
+
+    def named_step(self, cw, issue_s, issue_pv, softmax, finish):
+        """One iteration of the overlapped loop with named-barrier ordering (``order="named"``):
+        day05/07's Exercise 4, plugged in by :mod:`utils.day05.attention_step_check`."""
+        raise NotImplementedError("FlashFwd(order='named') needs a named_step: subclass it with yours "
+                                  "(utils.day05.attention_step_check.flash_with)")
+
+    @cute.jit
+    def softmax_next(self, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile, row0, scale_log2):
+        """The overlapped loop's softmax of S_j: keep the old row max in ``alpha`` (for the later
+        rescale of O), then update m, l and S in place, leaving O alone."""
+        for r in cutlass.range_constexpr(cute.size(m_run)):
+            alpha[r] = m_run[r]
+        self.softmax(acc_s, acc_o, tScS, m_run, l_run, j, m_tile, row0, scale_log2, False)
+
+    @cute.jit
+    def finish_pv(self, kv_pipe, prev, acc_o, m_run, alpha, scale_log2):
+        """After ``O += P_{j-1} V_{j-1}`` is done: rescale O by the new row max, free stage j-1."""
+        self.rescale(acc_o, m_run, alpha, scale_log2)
+        kv_pipe.consumer_release(prev)
+
+    @cute.jit
+    def gemm_qk(self, order, qk_mma, tSrQ, tSrK, acc_s, cw, stage, ordered=True):
+        """Issue ``S = Q K^T``, in this warpgroup's turn when the warpgroups ping-pong."""
+        if cutlass.const_expr(self.pingpong and ordered):
             order.wait()
+        self.issue_qk(qk_mma, tSrQ, tSrK, acc_s, cw, stage)
+        if cutlass.const_expr(self.pingpong and ordered):
+            order.arrive()
+
+    @cute.jit
+    def issue_qk(self, qk_mma, tSrQ, tSrK, acc_s, cw, stage):
+        """``wgmma.fence``, the ``S = Q K^T`` wgmmas of one K stage, one ``commit_group``."""
         warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(tSrQ, mode=[2])):
             qk_mma.set(warpgroup.Field.ACCUMULATE, kb != 0)
             cute.gemm(qk_mma, acc_s, tSrQ[None, None, kb, cw], tSrK[None, None, kb, stage], acc_s)
         warpgroup.commit_group()
-        if cutlass.const_expr(pv is not None):
-            pv_mma, p, tOrV, acc_o, pv_stage = pv
-            self.issue_pv(pv_mma, p, tOrV, acc_o, pv_stage)
-        if cutlass.const_expr(self.pingpong):
-            order.arrive()
 
     @cute.jit
     def gemm_pv(self, order, pv_mma, s_or_p, tOrV, acc_o, stage, converted=False):
@@ -305,6 +363,7 @@ class FlashFwd:
 
     @cute.jit
     def issue_pv(self, pv_mma, p, tOrV, acc_o, stage):
+        """``wgmma.fence``, the ``O += P V`` wgmmas of one V stage, one ``commit_group``."""
         warpgroup.fence()
         for kb in cutlass.range_constexpr(cute.size(p, mode=[2])):
             cute.gemm(pv_mma, acc_o, p[None, None, kb], tOrV[None, None, kb, stage], acc_o)
@@ -418,15 +477,20 @@ _COMPILED: dict = {}
 
 
 def run(q, k, v, o=None, causal: bool = False, step: str = "overlap", skip: bool = True,
-        stages: int | None = None):
-    """o = softmax(q k^T / sqrt(D)) v with :class:`FlashFwd` (compiled once per configuration).
-    Returns o (allocated when not given; pass a NaN-filled one to see every element written)."""
+        stages: int | None = None, flash: FlashFwd | None = None):
+    """o = softmax(q k^T / sqrt(D)) v with :class:`FlashFwd` (compiled once per configuration;
+    ``flash``: a ready kernel object instead, compiled on every call). Returns o (allocated when
+    not given; pass a NaN-filled one to see every element written)."""
     import torch
     if o is None:
         o = torch.empty_like(q)
     args = operands(q, k, v, o)
     key = (str(q.dtype), tuple(q.shape), bool(causal), step, bool(skip), stages)
     scale = cutlass.Float32(q.shape[-1] ** -0.5 * LOG2E)
+    if flash is not None:
+        from .compat import compile_kernel
+        compile_kernel(flash, *args[:4], scale, args[4])(*args[:4], scale, args[4])
+        return o
     if key not in _COMPILED:
         from .compat import compile_kernel
         _COMPILED[key] = compile_kernel(FlashFwd(q.shape[-1], step, causal, skip, stages), *args[:4], scale, args[4])
@@ -435,9 +499,10 @@ def run(q, k, v, o=None, causal: bool = False, step: str = "overlap", skip: bool
 
 
 def ptx_of(D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True, S: int = 4096,
-           BH: int = 16, dtype: str = "float16") -> str:
-    """PTX of one step compiled for sm_90a with fake tensors (any machine, no GPU)."""
+           BH: int = 16, dtype: str = "float16", flash: FlashFwd | None = None) -> str:
+    """PTX of one step compiled for sm_90a with fake tensors (any machine, no GPU); ``flash``: a
+    ready :class:`FlashFwd` (or subclass) to compile instead of ``FlashFwd(D, step, causal, skip)``."""
     from .compat import compile_ptx, fake_stream, fake_tensor
     q = fake_tensor((S, D, BH), dtype, (1, 0, 2))
     v = fake_tensor((D, S, BH), dtype, (0, 1, 2))
-    return compile_ptx(FlashFwd(D, step, causal, skip), q, q, v, q, cutlass.Float32(0.125 * LOG2E), fake_stream())
+    return compile_ptx(flash or FlashFwd(D, step, causal, skip), q, q, v, q, cutlass.Float32(0.125 * LOG2E), fake_stream())

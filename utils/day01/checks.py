@@ -3,7 +3,8 @@
 cases and on random cases drawn fresh each call, reports a stub as "not attempted", and rejects
 a wrong answer. A hint that names a mistake is given only when the answers match that mistake
 on every case (:mod:`utils.core.answers`); otherwise the hint states the rule. The coalescing
-exercises are checked in :mod:`utils.day01.coalescing_checks` (re-exported here).
+exercises are checked in :mod:`utils.day01.coalescing_checks`, the learner's transpose kernel in
+:mod:`utils.day01.transpose_check` (both re-exported here).
 """
 from __future__ import annotations
 
@@ -17,6 +18,7 @@ from ..core.answers import answers, close, named_mistake, wrong_cases
 from ..core.checks import NOT_ATTEMPTED, ROUND_DOWN, fail, int_answer, not_attempted, number_answer, passed
 # the coalescing exercises (sectors per warp, the copy kernel) live in their own module
 from .coalescing_checks import check_coalesced_copy, check_sectors_per_warp, sectors_per_warp_ref  # noqa: F401
+from .transpose_check import check_transpose_kernel, tile_ways  # noqa: F401  (Exercise 7: the learner's kernel, run)
 
 gemm_intensity_ref = mm.gemm_intensity
 attainable_tflops_ref = mm.roofline_tflops

@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import kernel_runs as kr
+from ..cuda_cpp import kernel_runs as kr
 from ..core.checks import fail, not_attempted, passed, verified
 
 NAME = "pipeline_kernel"

@@ -18,7 +18,7 @@ import re
 
 import numpy as np
 
-from . import kernel_runs as kr
+from ..cuda_cpp import kernel_runs as kr
 from ..core.checks import fail, not_attempted, passed, verified
 
 NAME = "ring_kernel"

@@ -27,12 +27,14 @@ encoding (:mod:`.tensormap`; :func:`encode` gives the bytes for descriptors plac
 ``arrays=`` registers arrays only reachable through such descriptors); numbers typed by the
 ``.param`` declaration; raw bytes (``np.void`` / ``V`` arrays) for structs passed by value.
 
-What it reports (exceptions, all subclasses of :class:`EmulatorError`, each naming the PTX line):
+What it reports (exceptions, all subclasses of :class:`EmulatorError`, each naming the PTX line and,
+for CUDA C++ source (compiled with ``-lineinfo``), the CUDA line it came from, and the threads):
 :class:`UnsupportedPTX` (an instruction it does not model: it stops, never guesses),
 :class:`Deadlock` (every warp waits; which mbarrier, phase, arrivals and bytes pending),
 :class:`RaceError` (missing ``fence.proxy.async``, buffer reused before ``wait_group.read``, shared
 memory read before its mbarrier phase completed or by a thread that never saw that phase complete,
-a descriptor used without the tensormap acquire),
+a descriptor used without the tensormap acquire, an mbarrier used by a thread (or a copy it issued)
+not ordered after its ``mbarrier.init``: :class:`MbarrierInitRace`, also an MbarrierError),
 :class:`MemoryFault` / :class:`MisalignedAddress` (address and rule), :class:`TmaRuleError` (the
 model's descriptor and coordinate rules), :class:`MbarrierError`. A kernel whose waits are BOUNDED
 by ``%globaltimer`` gets its virtual clock advanced when everything is blocked, so its own timeout
@@ -73,11 +75,12 @@ are tracked per warp, not per thread; cluster barriers do not pass on what a thr
 global_address, global_dim, global_stride, box_dim and element_stride.
 """
 from .api import TensorMap, device_empty, launch, tensor_map, to_device
-from .errors import (Deadlock, EmulatorError, InstructionLimit, MbarrierError, MemoryFault, MisalignedAddress,
-                     RaceError, Report, TmaRuleError, UnsupportedPTX)
+from .errors import (Deadlock, EmulatorError, InstructionLimit, MbarrierError, MbarrierInitRace, MemoryFault,
+                     MisalignedAddress, RaceError, Report, TmaRuleError, UnsupportedPTX)
 from .tensormap import decode, encode
 
 __all__ = ["launch", "tensor_map", "device_empty", "to_device", "TensorMap", "encode", "decode", "Report",
            "EmulatorError", "UnsupportedPTX",
            "Deadlock", "RaceError", "MemoryFault", "MisalignedAddress", "TmaRuleError", "MbarrierError",
+           "MbarrierInitRace",
            "InstructionLimit"]

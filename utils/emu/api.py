@@ -4,6 +4,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..tma.descriptor import TensorMapSpec, make_spec
+from . import errors
 from .errors import Report
 from .launch import Launch, _dim3
 from .memory import GlobalMemory
@@ -124,4 +125,8 @@ def launch(source: str, kernel: str, grid, block, args, *, shared_bytes: int = 0
         raise ValueError(f"completion must be one of {sorted(modes)}, got {completion!r}")
     run = Launch(prog, grid, block, params, gmem, int(shared_bytes), cluster, seed, strict, max_instructions)
     run.modes = modes[completion]
-    return run.run(max_resident)
+    errors.SOURCE.append((prog.locs, errors.source_lines(source) if ptx is not source else {}))
+    try:
+        return run.run(max_resident)
+    finally:
+        errors.SOURCE.pop()

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import UnsupportedPTX
+from .errors import UnsupportedPTX, cuda_line
 from .memory import check_align
 from .mbarrier import find
 from .operands import address, getter
@@ -43,7 +43,9 @@ class AsyncOp:
 
     def describe(self) -> str:
         """Which copy this is, for messages: kind and PTX line."""
-        return f"the {self.kind} issued at PTX line {self.ins.line} ({self.ins.text.split()[0]})"
+        src = cuda_line(self.ins.line, text=False, inlined=False)
+        at = f"PTX line {self.ins.line}" + (f", {src}" if src else "")
+        return f"the {self.kind} issued at {at} ({self.ins.text.split()[0]})"
 
     def complete(self):
         """Land the copy now (its dependencies first); idempotent."""
@@ -150,7 +152,7 @@ def cp_async_group(ins, k, sym):
         def h(w, m):
             idx = np.flatnonzero(w.run_mask if m is None else m)
             addrs = np.broadcast_to(a(w), (32,))[idx]
-            bars = [find(w.cta, int(x), ins.opcode) for x in addrs.tolist()]
+            bars = [find(w.cta, int(x), ins.opcode, w, idx[j:j + 1]) for j, x in enumerate(addrs.tolist())]
             if not noinc:
                 for b in bars:
                     b.pending += 1

@@ -127,7 +127,7 @@ def _bulk(ins, k, sym, to_shared):
                 gsrc = launch.gmem.view(s, n, f"{what} source")
                 targets, off = _targets(w, d, _val(mc, w, i) if mc else None)
                 b_off = _val(bar, w, i) & LOW
-                bars = [find(t, b_off, what) for t in targets]
+                bars = [find(t, b_off, what, w, [i]) for t in targets]
                 for t in targets:
                     t.smem_bytes(off, n, f"{what} destination")
                     races.check_async_write(t, off, n, what, w.where(_one(i)))
@@ -193,7 +193,7 @@ def _tensor(ins, k, sym, to_shared, reduce):
                 targets, off = _targets(w, s_addr, _val(mc, w, i) if mc else None)
                 _smem_align(off, spec, what)
                 b_off = _val(bar, w, i) & LOW
-                bars = [find(t, b_off, what) for t in targets]
+                bars = [find(t, b_off, what, w, [i]) for t in targets]
                 for t in targets:
                     t.smem_bytes(off, span, f"{what} destination")
                     races.check_async_write(t, off, span, what, w.where(_one(i)))

@@ -87,6 +87,12 @@ class CTA:
             self.observed[:] = self.observed.max(0)
         else:
             self.observed[lins] = self.observed[lins].max(0)
+        for bar in self.mbars.values():          # ... including an mbarrier.init one of them ran
+            if lins is None:
+                if not bar.sees_init.all() and bar.sees_init.any():
+                    bar.sees_init[:] = True
+            elif bar.sees_init[lins].any():
+                bar.sees_init[lins] = True
 
     # ---- memory ----------------------------------------------------------------------------------
     def cta_of(self, rank: int):

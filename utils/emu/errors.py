@@ -5,15 +5,52 @@ broken, in words a learner can act on. Nothing here ever states a time: the emul
 """
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
+
+SOURCE = []     # stack of (PTX line -> locations, (file, line) -> CUDA source text) of running launches
+
+
+def source_lines(source: str, name: str = "kernel.cu") -> dict:
+    """(file, line) -> text for every line of CUDA ``source``, following ``#line N "file"`` directives
+    (a learner's kernel appended to helpers is numbered from its own first line)."""
+    out, f, n = {}, name, 1
+    for text in source.splitlines():
+        d = re.match(r'\s*#\s*line\s+(\d+)(?:\s+"([^"]*)")?', text)
+        if d:
+            f, n = (d.group(2) or f).rsplit("/", 1)[-1], int(d.group(1))
+            continue
+        out[(f, n)] = text
+        n += 1
+    return out
+
+
+def cuda_line(ptx_line: int | None, text: bool = True, inlined: bool = True) -> str:
+    """Where PTX line ``ptx_line`` came from in the CUDA source being run ("" when unknown, e.g. a
+    launch of PTX text): ``CUDA line 113: <that line>``, plus the helper's line if it was inlined."""
+    if not SOURCE or ptx_line is None:
+        return ""
+    locs, lines = SOURCE[-1]
+    loc = locs.get(ptx_line)
+    if loc is None or loc[0] not in lines:
+        return ""
+    (f, outer), (fi, inner) = loc
+    name = "CUDA line" if f == "kernel.cu" else f"{f} line"
+    via = f" (inlined from {'' if fi == f else fi + ' '}line {inner})" if (fi, inner) != (f, outer) and inlined else ""
+    code = lines[loc[0]].split("//")[0].strip()[:100]        # the code only: a comment could mislead
+    return f"{name} {outer}{via}" + (f": {code}" if text and code else "")
 
 
 class EmulatorError(Exception):
-    """Base class: a problem the emulator found while running a kernel (never a wrong answer)."""
+    """Base class: a problem the emulator found while running a kernel (never a wrong answer).
+    The message says what happened, the PTX line (and the CUDA source line, when the kernel was
+    given as CUDA C++) and which threads; it starts with "emulator:" (a finding, not a GPU run)."""
 
     def __init__(self, message: str, line: int | None = None, text: str | None = None, where: str = ""):
         self.line, self.text, self.where = line, text, where
         at = f"\n  at PTX line {line}: {text}" if line is not None and text else ""
+        src = cuda_line(line) if at else ""
+        at += f"\n  from {src}" if src else ""
         who = f"\n  in {where}" if where else ""
         super().__init__(f"emulator: {message}{at}{who}")
 
@@ -47,6 +84,11 @@ class Deadlock(EmulatorError):
 class RaceError(EmulatorError):
     """A race a GPU may or may not show: missing proxy fence, buffer reused before a bulk store read
     it, shared memory read before its mbarrier phase completed, a descriptor used without acquire."""
+
+
+class MbarrierInitRace(RaceError, MbarrierError):
+    """An mbarrier used by a thread (or a copy it issued) that nothing orders after the barrier's
+    ``mbarrier.init``: both a race and a misused mbarrier (see :mod:`.mbarrier`)."""
 
 
 class InstructionLimit(EmulatorError):

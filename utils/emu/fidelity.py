@@ -57,7 +57,7 @@ def detail(report: dict) -> str:
     and bytes pending), the first sentence of the message for an error."""
     if report["error"]:
         text = report["message"].splitlines()[0].removeprefix("emulator: ")
-        text = re.sub(r" \([^()]*PTX line \d+ \([^()]*\)\)", "", text)      # where, not what
+        text = re.sub(r" \([^()]*PTX line \d+[^()]* \([^()]*\)\)", "", text)      # where, not what
         return f"{report['error']}: {text.split('. ')[0].split(' (measured')[0]}"
     if report["deadlocks"]:
         m = re.search(r"mbarrier at (shared \w+) .*?: (phase .*)", report["deadlocks"][0])

@@ -13,7 +13,7 @@ from __future__ import annotations
 import numpy as np
 
 from .cta import CTA
-from .errors import Deadlock, InstructionLimit, Report
+from .errors import Deadlock, InstructionLimit, Report, cuda_line
 from .tmapops import TmapTracker
 from .warp import WAIT
 
@@ -52,13 +52,18 @@ class Launch:
         self.tmaps = TmapTracker(self, uses_tmap)
         self.clusters = {}
         self.grace_progress = -1
-        self.current = None
+        self.current = self.last_warp = None
         self.reads_timer = any("%globaltimer" in o for i in self.kernel.code for o in i.ops)
 
     # ---- clusters ------------------------------------------------------------------------------
-    def cluster_arrive(self, w, m):
-        """``barrier.cluster.arrive`` by lanes ``m`` of warp ``w``."""
+    def cluster_arrive(self, w, m, relaxed: bool = False):
+        """``barrier.cluster.arrive`` by lanes ``m`` of warp ``w`` (``relaxed``: no release)."""
         cl = w.cta.cluster_state
+        lins = w.linear[m]
+        for bar in w.cta.mbars.values():        # a release publishes the inits these threads see
+            if bar.cluster_gen is None and (bar.released[lins].any() or
+                                            (not relaxed and bar.sees_init[lins].any())):
+                bar.cluster_gen = cl["gen"]
         cl["arrived"][(w.cta.rank, w.wid)] = cl["arrived"].get((w.cta.rank, w.wid), 0) | int(
             (m * (1 << np.arange(32))).sum())
         w.arrive_gen = cl["gen"]
@@ -70,6 +75,7 @@ class Launch:
         from .warp import BLOCK
         cl = w.cta.cluster_state
         if getattr(w, "arrive_gen", -1) < cl["gen"]:
+            w.cluster_seen = max(w.cluster_seen, w.arrive_gen)
             return None
         cl["waiting"].append(w)
         return BLOCK
@@ -85,6 +91,7 @@ class Launch:
             cl["gen"] += 1
             cl["arrived"] = {}
             for w in cl["waiting"]:
+                w.cluster_seen = max(w.cluster_seen, w.arrive_gen)
                 w.release(np.ones(32, bool))
             cl["waiting"] = []
 
@@ -118,8 +125,11 @@ class Launch:
                 continue
             self._step(warps)
             if self.count > self.max_instructions:
-                raise InstructionLimit(f"more than {self.max_instructions} warp-instructions: an endless loop? "
-                                       "(raise max_instructions if the kernel really needs more)")
+                ins, w = self.current, self.last_warp
+                raise InstructionLimit(f"the kernel ran more than {self.max_instructions} warp-instructions and was "
+                                       "still running: an endless loop? (a GPU would hang; raise max_instructions if "
+                                       "the kernel really needs more)", ins.line if ins else None,
+                                       ins.text if ins else None, w.where() if w else "")
             resident = [cl for cl in resident if any(w.live() for c in cl for w in c.warps)
                         or any(op.warp.cta in cl for op in self.ops.values())]
         for op in list(self.ops.values()):
@@ -137,7 +147,7 @@ class Launch:
                 pick[int(self.rng.integers(len(pick)))].complete()
                 return
         if runnable:
-            w = runnable[int(self.rng.integers(len(runnable)))]
+            w = self.last_warp = runnable[int(self.rng.integers(len(runnable)))]
             w.run(int(self.rng.integers(1, 24)))
             return
         self._deadlock(warps)
@@ -150,18 +160,26 @@ class Launch:
             for w in spinning:
                 w.grace, w.spin_progress = GRACE, None
             return
-        lines = []
+        groups = {}                  # (CTA, what it waits for, PTX line) -> warp ids
         for w in warps:
             if w.spin_on is not None and w.spin_progress is not None:
-                bar, parity = w.spin_on
-                lines.append(f"{w.where()} polls for the phase of parity {parity} of the {bar.state()}")
+                bar, parity, line = w.spin_on
+                what = f"poll for the phase of parity {parity} of the {bar.state()}"
             elif (w.state == WAIT).any():
-                lines.append(f"{w.where(w.state == WAIT)} waits at a barrier (bar.sync / barrier.cluster) "
-                             "that not every thread reaches")
+                line = self.kernel.code[int(w.pc[w.state == WAIT].min()) - 1].line if not w.uniform else \
+                    self.kernel.code[w.upc - 1].line
+                what = "wait at a barrier (bar.sync / barrier.cluster) that not every thread reaches"
             else:
-                lines.append(f"{w.where()} polls without progress")
-        text = "every live warp waits and nothing in flight can wake one:\n    " + "\n    ".join(lines[:8]) + (
-            f"\n    ... and {len(lines) - 8} more warps" if len(lines) > 8 else "")
+                line, what = None, "poll without progress"
+            src = cuda_line(line, text=False) if line is not None else ""
+            at = f" [{src or f'PTX line {line}'}]" if line is not None else ""
+            groups.setdefault((w.cta.ctaid, what, at), []).append(w.wid)
+        lines = []
+        for (ctaid, what, at), wids in groups.items():
+            who = f"warp {wids[0]}" if len(wids) == 1 else f"warps {', '.join(map(str, wids))}"
+            lines.append(f"CTA {ctaid}, {who}: {what}{at}")
+        text = "every live warp waits and nothing in flight can wake one:\n    " + "\n    ".join(lines[:6]) + (
+            f"\n    ... and {len(lines) - 6} more" if len(lines) > 6 else "")
         if self.reads_timer and spinning and self.report.virtual_clock_jumps < MAX_JUMPS:
             self.report.virtual_clock_jumps += 1
             if len(self.report.deadlocks) < 4 and text not in self.report.deadlocks:
@@ -170,4 +188,4 @@ class Launch:
             for w in spinning:
                 w.grace, w.spin_progress = GRACE, None
             return
-        raise Deadlock(text)
+        raise Deadlock(f"hang (a GPU would wait forever): {text}")

@@ -6,12 +6,25 @@ are both zero; then the next phase starts with pending = the init count and tx-c
 ``test_wait/try_wait.parity p`` is true when the phase of parity ``p`` is the one that just
 completed, i.e. when the current (incomplete) phase's parity differs from ``p`` (so parity 1 is
 "complete" right after init). A ``try_wait`` that fails makes the warp yield (:data:`SPIN`).
+
+Visibility of ``mbarrier.init`` (PTX ISA, memory consistency model): the init is an ordinary
+(generic-proxy) operation of the thread that runs it, and so is every later use of the mbarrier,
+including the complete-tx of a TMA/bulk copy ("this instruction accesses its mbarrier operand
+using generic-proxy"). A use is ordered after the init when it is in the initialising thread's own
+program order, or after a CTA barrier (``bar.sync``/``__syncthreads``, ``__syncwarp``) with that
+thread. A thread of ANOTHER CTA of the cluster (remote arrive, a copy signalling this CTA's
+barrier) needs a cluster-scope release after the init (``fence.mbarrier_init.release.cluster``,
+which "only applies to the prior mbarrier.init operations executed by the same thread", or a
+non-``.relaxed`` ``barrier.cluster.arrive``) and its own ``barrier.cluster.wait`` after it. No
+``fence.proxy.async`` is needed for the mbarrier itself (only for data). Any other use is a
+:class:`RaceError`: on a GPU it may act on an uninitialised barrier.
 """
 from __future__ import annotations
 
 import numpy as np
 
-from .errors import MbarrierError
+from . import races
+from .errors import MbarrierError, MbarrierInitRace, cuda_line
 from .memory import CLUSTER_SHIFT, SHARED_WIN, check_align
 from .operands import address, getter, setter
 from .warp import SPIN
@@ -22,10 +35,18 @@ TX_LIMIT = 2**20 - 1
 class Mbar:
     """One mbarrier in a CTA's shared memory at ``offset``."""
 
-    def __init__(self, cta, offset: int, count: int):
+    def __init__(self, cta, offset: int, count: int, by: int | None = None, line: int | None = None):
         if not 1 <= count <= TX_LIMIT:
             raise MbarrierError(f"mbarrier.init count {count} is outside 1..{TX_LIMIT}")
         self.cta, self.offset, self.count = cta, offset, count
+        self.init_by, self.init_line = by, line
+        self.sees_init = np.zeros(cta.nthreads, bool)    # threads of its CTA ordered after the init
+        self.released = np.zeros(cta.nthreads, bool)     # ... that then ran a cluster-scope release fence
+        self.cluster_gen = None      # cluster barrier generation whose completion publishes the init
+        if by is None:
+            self.sees_init[:] = True
+        else:
+            self.sees_init[by] = True
         self.pending, self.tx, self.phase = count, 0, 0
         self.landing = []            # async ops whose bytes count toward the current phase
         self.slot = cta.new_slot()   # its column in cta.observed
@@ -75,8 +96,42 @@ def shared_address(addr: int) -> int:
     return addr - SHARED_WIN if addr >> 56 == 1 else addr
 
 
-def find(cta, addr: int, what: str) -> Mbar:
-    """The mbarrier at shared::cta / shared::cluster address ``addr`` (maybe in another CTA)."""
+def check_init_seen(bar: Mbar, w, lanes, what: str):
+    """Threads ``lanes`` (lane indices) of warp ``w`` use ``bar``: each must be ordered after its
+    ``mbarrier.init`` (see the module docstring), else a :class:`RaceError` is reported."""
+    lins = w.linear[lanes]
+    same = w.cta is bar.cta
+    if same and bar.sees_init[lins].all():
+        return
+    if bar.cluster_gen is not None and w.cluster_seen >= bar.cluster_gen:
+        if same:
+            bar.sees_init[lins] = True
+        return
+    t = int(lins[~bar.sees_init[lins]][0]) if same else int(lins[0])
+    src = cuda_line(bar.init_line, text=False, inlined=False)
+    init = f"mbarrier.init (thread {bar.init_by}, PTX line {bar.init_line}{', ' + src if src else ''})"
+    if same:
+        rule = "Put __syncthreads() between the init and its use, or use it only from the initialising thread"
+    else:
+        rule = (f"The barrier belongs to CTA {bar.cta.ctaid}, and __syncthreads() does not order other CTAs: after "
+                "the init run fence.mbarrier_init.release.cluster (or a non-.relaxed barrier.cluster.arrive), then "
+                "barrier.cluster.arrive/wait")
+    races.report(w.launch, f"{what} by thread {t}: for that thread no mbarrier was initialised at shared "
+                 f"{bar.offset:#x} yet, as nothing orders the {init} before this use (a GPU may find the barrier "
+                 f"uninitialised). {rule}.", w.where(_mask(lanes)), MbarrierInitRace)
+    if same:
+        bar.sees_init[lins] = True       # report each thread once
+
+
+def _mask(lanes):
+    m = np.zeros(32, bool)
+    m[lanes] = True
+    return m
+
+
+def find(cta, addr: int, what: str, w=None, lanes=None) -> Mbar:
+    """The mbarrier at shared::cta / shared::cluster address ``addr`` (maybe in another CTA).
+    With ``w`` (the warp using it) and ``lanes``, check that the init is visible to those threads."""
     addr = shared_address(addr)
     if addr % 8:
         check_align(np.array([addr], np.uint64), 8, what, "an mbarrier is 8 bytes, 8-byte aligned")
@@ -86,7 +141,10 @@ def find(cta, addr: int, what: str) -> Mbar:
     bar = target.mbars.get(off)
     if bar is None:
         raise MbarrierError(f"{what}: no mbarrier was initialised at shared address {off:#x} of CTA "
-                            f"{target.ctaid} (mbarrier.init must run first, then a barrier)")
+                            f"{target.ctaid} (mbarrier.init must run first, then __syncthreads() before other "
+                            "threads use it)")
+    if w is not None:
+        check_init_seen(bar, w, lanes, what)
     return bar
 
 
@@ -106,11 +164,11 @@ def compile_mbarrier(ins, k, sym):
             def h(w, m):
                 idx, addrs = _lane_values(w, m, a)
                 counts = np.broadcast_to(c(w), (32,))[idx]
-                for ad, n in zip(addrs.tolist(), counts.tolist()):
+                for lane, ad, n in zip(idx.tolist(), addrs.tolist(), counts.tolist()):
                     ad = shared_address(ad)
                     check_align(np.array([ad], np.uint64), 8, "mbarrier.init", "an mbarrier is 8-byte aligned")
                     w.cta.smem_bytes(ad, 8, "mbarrier.init")
-                    w.cta.mbars[ad] = Mbar(w.cta, ad, int(n))
+                    w.cta.mbars[ad] = Mbar(w.cta, ad, int(n), int(w.linear[lane]), ins.line)
                 w.launch.progress += 1
             return h
         if kind == "inval":
@@ -133,9 +191,10 @@ def compile_mbarrier(ins, k, sym):
                 idx, addrs = _lane_values(w, m, a)
                 vals = np.broadcast_to(extra(w), (32,))[idx].astype(np.int64) if extra else None
                 token = np.zeros(32, np.uint64)
-                for ad in np.unique(addrs).tolist():
-                    bar = find(w.cta, int(ad), what)
-                    sel = addrs == ad
+                uniform = addrs.size and (addrs == addrs[0]).all()
+                for ad in ([addrs[0]] if uniform else np.unique(addrs).tolist()):
+                    sel = np.ones(addrs.size, bool) if uniform else addrs == ad
+                    bar = find(w.cta, int(ad), what, w, idx[sel])
                     token[idx[sel]] = bar.phase
                     v = vals[sel] if vals is not None else None
                     if kind == "complete_tx":
@@ -165,16 +224,17 @@ def compile_mbarrier(ins, k, sym):
                 idx, addrs = _lane_values(w, m, a)
                 sv = np.broadcast_to(s(w), (32,))[idx]
                 ok = np.zeros(32, bool)
-                for ad in np.unique(addrs).tolist():
-                    bar = find(w.cta, int(ad), what)
-                    sel = addrs == ad
+                uniform = addrs.size and (addrs == addrs[0]).all()      # the usual case: skip np.unique
+                for ad in ([addrs[0]] if uniform else np.unique(addrs).tolist()):
+                    sel = np.ones(addrs.size, bool) if uniform else addrs == ad
+                    bar = find(w.cta, int(ad), what, w, idx[sel])
                     st = sv[sel]
                     good = bar.parity_done(st) if parity else bar.phase > st.astype(np.int64)
                     ok[idx[sel]] = good
                     if good.any():
                         bar.cta.observe(w.linear[idx[sel][good]], bar)
                     if not good.all():
-                        w.spin_on = (bar, int(st[0]) & 1 if parity else None)
+                        w.spin_on = (bar, int(st[0]) & 1 if parity else None, ins.line)
                 d(w, ok, m)
                 if not ok[idx].any():
                     return SPIN

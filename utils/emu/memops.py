@@ -67,7 +67,8 @@ def compile_mem(ins, k, sym):
         return h
     if op == "barrier" and p[1] == "cluster":
         if "arrive" in p:
-            return lambda w, m: w.launch.cluster_arrive(w, _lanes(w, m)[1])
+            relaxed = "relaxed" in p
+            return lambda w, m: w.launch.cluster_arrive(w, _lanes(w, m)[1], relaxed)
         if "wait" in p:
             return lambda w, m: w.launch.cluster_wait(w, _lanes(w, m)[1])
     if op == "shfl":
@@ -86,6 +87,16 @@ def compile_mem(ins, k, sym):
             idx, mm = _lanes(w, m)
             w.cta.fences[w.linear[mm]] += 1
         return h
+    if (op == "fence" and "proxy" not in p and any(s in p for s in ("cluster", "gpu", "sys"))) or (
+            op == "membar" and any(s in p for s in ("gl", "sys"))):
+        only_init = "mbarrier_init" in p
+
+        def hf(w, m):
+            lins = w.linear[_lanes(w, m)[1]]
+            for bar in w.cta.mbars.values():     # release at cluster scope (mbarrier_init: own inits only)
+                mine = (lins == bar.init_by) if only_init else bar.sees_init[lins]
+                bar.released[lins[mine]] = True
+        return hf
     if op == "fence" or ".".join(p[:2]) in _NOOP or op in _NOOP:
         if op == "fence" and "tensormap::generic" in p:
             return None                     # the tensormap proxy fences: asyncproxy

@@ -30,6 +30,7 @@ class Instr:
     line: int
     text: str
     target: int = -1          # branch target index, resolved after parsing
+    src: tuple | None = None  # (CUDA line in the kernel, CUDA line of the code itself) from -lineinfo
 
     @property
     def opcode(self) -> str:
@@ -96,27 +97,63 @@ def _var(decl: str, line: int) -> Var:
     return Var(name, size * n, int(align or size), extern=".extern" in decl)
 
 
+_TOKEN = re.compile(r"\s*(?:([{}])|([\w$]+:)(?!:)|([^;]*);)", re.S)
+
+
 def _statements(body: str, first_line: int):
-    """Yield (line number, statement text) for `;`-terminated statements, labels and braces."""
-    line, cur, start = first_line, "", first_line
-    for ch in body:
-        if ch == "\n":
-            line += 1
-        if ch in "{}" and not cur.strip():
-            yield line, ch
-            continue
-        cur += ch
-        if not cur.strip():
-            start = line
-        if ch == ";":
-            yield start, cur.strip()[:-1].strip()
-            cur = ""
-        elif ch == ":" and re.fullmatch(r"\s*[\w$]+:", cur):
-            yield start, cur.strip()
-            cur = ""
+    """Yield (line number, statement text) for `;`-terminated statements, labels and braces
+    (a brace only where a statement would start: ``{%r1, %r2}`` operands stay in their statement)."""
+    line, pos, n = first_line, 0, len(body)
+    while pos < n:
+        m = _TOKEN.match(body, pos)
+        if not m:
+            return
+        start = line + body.count("\n", pos, m.start(1) if m.group(1) else m.start(2) if m.group(2) else m.start(3))
+        brace, label, stmt = m.groups()
+        if brace:
+            yield start, brace
+        elif label:
+            yield start, label
+        else:
+            yield start, stmt.strip()
+        line += body.count("\n", pos, m.end())
+        pos = m.end()
 
 
-def _kernel(name: str, header: str, body: str, first_line: int) -> Kernel:
+_BRACE = re.compile(r"[{}]")
+_LOC = re.compile(r"\s*\.loc\s+(\d+)\s+(\d+)\s+\d+(?:.*?inlined_at\s+(\d+)\s+(\d+))?")
+_FILE = re.compile(r'^\s*\.file\s+(\d+)\s+"([^"]*)"', re.M)
+
+
+def _locations(text: str):
+    """Strip ``.loc``/``.file`` (NVRTC's ``-lineinfo``) from ``text``; return it and a dict: PTX line ->
+    ((file, line) in the kernel, (file, line) of the code itself), following ``inlined_at`` up to the
+    kernel; ``file`` is the base name NVRTC was given (``kernel.cu``, or a ``#line`` directive's)."""
+    files = {int(n): name.rsplit("/", 1)[-1] for n, name in _FILE.findall(text)}
+    lines, locs, cur, up = text.split("\n"), {}, None, {}
+    for i, ln in enumerate(lines):
+        s = ln.lstrip()
+        if s.startswith(".loc"):
+            m = _LOC.match(ln)
+            cur = None
+            if m and int(m.group(2)) > 0:
+                inner = (files.get(int(m.group(1))), int(m.group(2)))
+                if m.group(3):
+                    up[inner] = (files.get(int(m.group(3))), int(m.group(4)))
+                outer, seen = inner, set()
+                while outer in up and outer not in seen:
+                    seen.add(outer)
+                    outer = up[outer]
+                cur = (outer, inner)
+            lines[i] = ""
+        elif s.startswith(".file"):
+            lines[i] = ""
+        elif cur is not None:
+            locs[i + 1] = cur
+    return "\n".join(lines), locs
+
+
+def _kernel(name: str, header: str, body: str, first_line: int, locs=None) -> Kernel:
     k = Kernel(name)
     for p in _split_ops(header):
         p = re.sub(r"\.ptr(\s*\.(global|shared|const|local))?(\s*\.align\s+\d+)?", "", p)
@@ -180,7 +217,8 @@ def _kernel(name: str, header: str, body: str, first_line: int) -> Kernel:
         m = re.match(r"([\w.:]+)\s*(.*)", st, re.S)
         opcode, rest = m.group(1), m.group(2)
         ops = [re.sub(r"%?[A-Za-z_$][\w$]*", lambda t: resolve(t.group(0)), o) for o in _split_ops(rest)]
-        k.code.append(Instr(opcode.split("."), ops, guard, line, (("@" + st) if guard else st)))
+        k.code.append(Instr(opcode.split("."), ops, guard, line, (("@" + st) if guard else st),
+                            src=(locs or {}).get(line)))
     for ins in k.code:
         if ins.parts[0] == "bra":
             if ins.ops[0] not in k.labels:
@@ -194,6 +232,7 @@ def parse(ptx: str) -> Module:
     if not isinstance(ptx, str) or ".entry" not in ptx:
         raise ValueError("expected PTX text containing at least one .entry kernel")
     text = _COMMENT.sub(lambda m: "\n" * m.group(0).count("\n"), ptx)
+    text, locs = _locations(text)
     kernels, gvars, svars = {}, [], []
     pos = 0
     entry = re.compile(r"\.(?:visible\s+)?\.?entry\s+([\w$]+)\s*\(([^)]*)\)([^{]*)\{", re.S)
@@ -205,11 +244,13 @@ def parse(ptx: str) -> Module:
             elif re.match(r"(\.visible\s+)?\.global", ln):
                 gvars.append(_var(ln, 0))
         depth, i = 1, m.end()
-        while depth:
-            depth += {"{": 1, "}": -1}.get(text[i], 0)
-            i += 1
+        for b in _BRACE.finditer(text, m.end()):
+            depth += 1 if b.group() == "{" else -1
+            if not depth:
+                i = b.end()
+                break
         first = text.count("\n", 0, m.end()) + 1
-        k = _kernel(m.group(1), m.group(2), text[m.end():i - 1], first)
+        k = _kernel(m.group(1), m.group(2), text[m.end():i - 1], first, locs)
         dims = re.search(r"\.reqnctapercluster\s+(\d+)\s*,\s*(\d+)\s*,\s*(\d+)", m.group(3))
         if dims:
             k.cluster_dims = tuple(int(x) for x in dims.groups())

@@ -27,7 +27,7 @@ def ptx_of(source: str, arch: str = "sm_90a") -> str:
     if ".entry" in source and "__global__" not in source:
         return source
     from ..cuda_cpp.nvrtc import nvrtc_ptx
-    return nvrtc_ptx(source, arch=arch)
+    return nvrtc_ptx(source, arch=arch, options=("-lineinfo",))     # .loc: reports name CUDA lines
 
 
 class Program:
@@ -74,6 +74,7 @@ class Program:
         self.local_size = lo
         self.symbols = sym
         self.handlers = [self._compile(ins) for ins in k.code]
+        self.locs = {ins.line: ins.src for ins in k.code if ins.src}
 
     def _compile(self, ins):
         if ins.parts[0] in ("bra", "ret", "exit"):

@@ -35,10 +35,10 @@ class Shadow:
         self.landed = np.zeros(size, np.int32)     # bytes a TMA/bulk load delivered (op id)
 
 
-def report(launch, message: str, where: str = ""):
-    """Raise (strict) or record a race, naming the instruction being executed."""
+def report(launch, message: str, where: str = "", cls=RaceError):
+    """Raise (strict) or record a race (``cls``, a RaceError), naming the instruction being executed."""
     ins = launch.current
-    err = RaceError(message, ins.line if ins else None, ins.text if ins else None, where)
+    err = cls(message, ins.line if ins else None, ins.text if ins else None, where)
     if launch.strict:
         raise err
     text = str(err)[len("emulator: "):]

@@ -37,6 +37,7 @@ class Warp:
         self.linear = linear
         alive = linear < cta.nthreads
         self.state = np.where(alive, RUN, EXIT).astype(np.int8)
+        self._live = self._running = bool(alive.any())     # cached: any lane not EXIT / any lane RUN
         self.pc = np.zeros(32, np.int64)
         self.uniform, self.upc = True, 0
         self.run_mask = alive.copy()
@@ -51,6 +52,7 @@ class Warp:
         self.bulk_open, self.bulk_groups = [], []   # bulk ops (stores) not yet committed / groups
         self.tmap_acquired = {}                     # descriptor address -> launch.tmap_seq at acquire
         self.grace = 0                              # instructions a failed poll may not stop
+        self.cluster_seen = -1                      # last cluster barrier generation this warp waited out
 
     # ---- special registers -------------------------------------------------------------------
     def special(self, name: str):
@@ -98,11 +100,16 @@ class Warp:
         """Has running lanes, and is not spinning on a poll since the last progress."""
         if self.spin_progress is not None and self.spin_progress == self.launch.progress:
             return False
-        return bool((self.state == RUN).any())
+        return self._running
 
     def live(self) -> bool:
         """Has lanes that did not exit."""
-        return bool((self.state != EXIT).any())
+        return self._live
+
+    def _state_changed(self):
+        """Refresh the cached :meth:`live` / :meth:`runnable` flags after ``state`` changed."""
+        self._live = bool((self.state != EXIT).any())
+        self._running = bool((self.state == RUN).any())
 
     def _diverge(self):
         if self.uniform:
@@ -122,12 +129,14 @@ class Warp:
         """Lanes blocked at a barrier resume (at the instruction after it)."""
         self._diverge()
         self.state[lanes & (self.state == WAIT)] = RUN
+        self._state_changed()
         self._reconverge()
 
     def exit_lanes(self, m):
         """Lanes ``m`` exit (ret/exit or falling off the end)."""
         self._diverge()
         self.state[m] = EXIT
+        self._state_changed()
         self._reconverge()
         self.cta.on_exit(self)
 
@@ -191,6 +200,7 @@ class Warp:
                 self._diverge()
                 self.pc[act] = p + 1
                 self.state[m] = WAIT
+                self._state_changed()
                 self._reconverge()
                 return done
             self._advance(act, p)

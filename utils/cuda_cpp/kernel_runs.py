@@ -1,5 +1,5 @@
-"""What day 2's two kernel exercises share (the ``cp.async`` ring of notebook 02, the mbarrier ring of
-notebook 03): the stub test, NVRTC's compile with the learner's line numbers, the emulator's one-line
+"""What the CUDA kernel exercises of days 1 and 2 share (day 1 · 03's transpose, the ``cp.async`` ring
+of day 2 · 02, the mbarrier ring of day 2 · 03): the stub test, NVRTC's compile with the learner's line numbers, the emulator's one-line
 label, and where the GPU half of a check may run.
 
 A learner's kernel is compiled after the helpers of ``day02.cu`` (:data:`utils.cuda_cpp.day02.HELPERS`)
@@ -37,7 +37,7 @@ def need_source(name: str, source) -> str:
 
 def compile_ptx(name: str, unit: str) -> str:
     """PTX of ``unit`` for sm_90a, or a failure quoting NVRTC's first errors (lines of your kernel)."""
-    from ..cuda_cpp.nvrtc import nvrtc_ptx
+    from .nvrtc import nvrtc_ptx
     try:
         return nvrtc_ptx(unit, arch="sm_90a", name="your_kernel.cu")
     except RuntimeError as err:
