@@ -77,6 +77,12 @@ WRONG = {  # what the learner did: (kernel, words the hint must contain)
                                                    "  if (threadIdx.x == 0) mbar_init(bar, 1);\n")),
                                              r"then __syncthreads\(\) before any thread waits"),
     "not doubled": (edit(("tile[i] *= 2.0f;", "tile[i] *= 1.0f;")), r"stored undoubled"),
+    "unbounded wait (otherwise right)": (
+        edit((WAIT + " { if (threadIdx.x == 0) atomicExch(status, 1); return; }",
+              "  while (!mbar_try_wait(bar, 0)) {}")), r"the wait must be bounded.*\*status = 1"),
+    "bounded wait that never reports (status left 0)": (
+        edit(("{ if (threadIdx.x == 0) atomicExch(status, 1); return; }", "return;")),
+        r"the wait must be bounded.*atomicExch\(status, 1\)"),
     "unbounded wait and a wrong expect_tx": (
         edit(("BOX_X * BOX_Y * 4)", "BOX_X * BOX_Y)"),
              (WAIT + " { if (threadIdx.x == 0) atomicExch(status, 1); return; }",

@@ -113,7 +113,7 @@ def fail(name: str, msg: str, hint: str = "", launched: str = ""):
     if hint:
         parts.append(f"  hint: {hint}")
     text = "\n".join(parts)
-    raise CheckFailed(text)
+    raise CheckFailed(text) from None    # the message is the lesson: no chained traceback above it
 
 
 def nan_like(x):

@@ -25,7 +25,7 @@ def nvrtc_ptx(source: str, *, arch: str = "sm_90a", options: tuple = (), name: s
         _, size = nvrtc.nvrtcGetProgramLogSize(prog)
         log = b" " * size
         nvrtc.nvrtcGetProgramLog(prog, log)
-        raise RuntimeError(f"NVRTC could not compile {name} for {arch}:\n{log.decode(errors='replace')}")
+        raise RuntimeError(f"NVRTC could not compile {name} for {arch}:\n{log.decode(errors='replace').rstrip(chr(0))}")
     _, size = nvrtc.nvrtcGetPTXSize(prog)
     buf = b" " * size
     nvrtc.nvrtcGetPTX(prog, buf)

@@ -30,16 +30,19 @@ STUB = SIGNATURE + " {\n}"
 """Exercise 3b as handed out (an empty body): equal to it up to comments and spacing is "not attempted"."""
 RING_STUB = RING.signature + " {\n}"
 HELPERS = {
-    "smem_base()": "the dynamic shared memory, 1024-B aligned (room for the buffers and 128 B more)",
-    "smem_addr(p)": "a generic pointer to shared memory as the 32-bit shared address PTX wants",
-    "mbar_init(bar, count)": "mbarrier.init with `count` arrivals per phase, then fence.mbarrier_init",
-    "mbar_expect_tx(bar, bytes)": "mbarrier.arrive.expect_tx: one arrival, and `bytes` still to land",
-    "mbar_try_wait(bar, parity)": "one mbarrier.try_wait.parity: true once the phase of that parity completed",
-    "mbar_wait_bounded(bar, parity, timeout_ns)": "try_wait.parity in a loop, false after timeout_ns",
-    "now_ns()": "%globaltimer, in ns (to bound a loop of your own)",
-    "tma_load(2, dst, &map, k, bar)": "cp.async.bulk.tensor.2d load of the box at Coords k into shared dst",
-    "tma_store(2, &map, k, src, 0)": "cp.async.bulk.tensor.2d store of shared src, then commit_group",
-    "Coords k = {{c0, c1, 0, 0, 0}}": "box coordinates, as the descriptor orders its dimensions",
+    "unsigned char* smem_base()": "the dynamic shared memory, 1024-B aligned (room for the buffers and 128 B more)",
+    "unsigned smem_addr(const void* p)": "a pointer to shared memory as the 32-bit shared address the helpers take",
+    "void mbar_init(unsigned bar, unsigned count)": "mbarrier.init with `count` arrivals per phase, then fence.mbarrier_init",
+    "void mbar_expect_tx(unsigned bar, unsigned bytes)": "mbarrier.arrive.expect_tx: one arrival, and `bytes` still to land",
+    "bool mbar_try_wait(unsigned bar, unsigned parity)": "one try_wait.parity: true once the phase of that parity completed",
+    "bool mbar_wait_bounded(unsigned bar, unsigned parity, unsigned long long timeout_ns)":
+        "try_wait.parity in a loop, false after timeout_ns",
+    "unsigned long long now_ns()": "%globaltimer, in ns (to bound a loop of your own)",
+    "void tma_load(int rank, unsigned dst, const TensorMap* map, Coords k, unsigned bar)":
+        "cp.async.bulk.tensor load of the box at Coords k into shared address dst (rank 2 here)",
+    "void tma_store(int rank, const TensorMap* map, Coords k, unsigned src, int reduce)":
+        "cp.async.bulk.tensor store of shared address src (reduce = 1: reduce-add), then commit_group",
+    "Coords k = {{c0, c1, 0, 0, 0}}": "box coordinates, innermost dimension first, as the descriptor orders them",
     "BOX_X, BOX_Y": "the box: 32 columns, 16 rows of fp32",
 }
 
@@ -53,11 +56,12 @@ def show_helpers(kernel: Kernel = TILE) -> None:
     """Print the kernel's signature and the helpers it may call (names and what each wraps)."""
     print(kernel.signature + " { ... }\n")
     for name, what in HELPERS.items():
-        print(f"  {name:<44} {what}")
+        print(f"  {name}\n      {what}")
     if kernel.stages:
-        print(f"  {'box_at(t, tiles_x)':<44} the Coords of box t, boxes numbered row by row (as in 3b)")
-        print(f"  {'load_box(buf, bar, &map, t, tiles_x)':<44} 3b's load of box t into buf: expect_tx, then tma_load")
-        print(f"  {'STAGES':<44} the ring's buffers: {kernel.stages} (the grid: 2 CTAs)")
+        print("  Coords box_at(int t, int tiles_x)\n      the Coords of box t, boxes numbered row by row (as in 3b)")
+        print("  void load_box(float* dst, unsigned bar, const TensorMap* map, int t, int tiles_x)\n"
+              "      3b's load of box t into dst (a POINTER, unlike tma_load's address): expect_tx, then tma_load")
+        print(f"  STAGES\n      the ring's buffers: {kernel.stages} (the grid: 2 CTAs)")
 
 
 def ran_on_emulator(report) -> str:
@@ -93,6 +97,25 @@ def _judge(name, kernel, runs, shapes_run, where):
         fail(name, f"{where}: {problem[0]}", problem[1], kernel.launched(shapes_run[k]))
 
 
+BOUNDED = ("the wait must be bounded, as the brief says: mbar_wait_bounded(bar, parity, timeout_ns), and when it "
+           "times out one thread sets *status = 1 (atomicExch(status, 1)) and every thread returns: a copy that never "
+           "lands must end in a message, not a hang")
+
+
+def _times_out(name, kernel, ptx, shape, seed) -> None:
+    """One more emulated launch in which no copy ever lands (a fault injected): the kernel must end
+    with ``*status == 1`` through its bounded wait, not hang."""
+    from ..emu import Deadlock
+    try:
+        _, _, status, _ = run_emulated(kernel, ptx, shape, "never", seed)
+    except Deadlock as exc:
+        fail(name, f"with a copy that never lands (a fault the emulator injects), it hangs: {str(exc)[:400]}",
+             BOUNDED, kernel.launched(shape))
+    if status != 1:
+        fail(name, f"with a copy that never lands, it ended with *status = {status}, not 1", BOUNDED,
+             kernel.launched(shape))
+
+
 def check_tile_kernel(source, tier=None, kernel: Kernel = TILE) -> None:
     """The learner's kernel (CUDA C++ text; ``tile_x2`` by default, ``kernel=RING`` for ``ring_x2``) must
     store ``2 * src`` into ``dst``, every element, with no race, hang or fault on the emulator (three
@@ -106,7 +129,7 @@ def check_tile_kernel(source, tier=None, kernel: Kernel = TILE) -> None:
     if c_tokens(source) == c_tokens(kernel.signature + " {\n}"):
         return not_attempted(name)
     try:
-        ptx = nvrtc_ptx(kernel.header() + source, name=f"{kernel.name}.cu")
+        ptx = nvrtc_ptx(kernel.header() + '\n#line 1 "your_kernel.cu"\n' + source, name=f"{kernel.name}.cu")
     except RuntimeError as exc:
         fail(name, f"it does not compile:\n{str(exc)[-1500:]}", compile_hint(str(exc)))
     if f".entry {kernel.name}(" not in ptx:
@@ -121,6 +144,7 @@ def check_tile_kernel(source, tier=None, kernel: Kernel = TILE) -> None:
         _hung(name, kernel, status, shape, f"on the emulator (copies landing {completion})", rep)
         runs.append((x, y))
     _judge(name, kernel, runs, emu_shapes, "on the emulator")
+    _times_out(name, kernel, ptx, emu_shapes[0], rng.randrange(1 << 16))
     ran = tier is not None and getattr(tier, "has_tma", False)
     if ran:
         gpu_shapes = shapes(rng, 2, big=True)

@@ -139,4 +139,4 @@ def compile_hint(message: str) -> str:
         return "no #include: the course's header (show_helpers()) is already compiled before your kernel"
     if re.search(r"identifier .* is undefined", message):
         return "a name is not defined: the helpers are listed by show_helpers(); the box is BOX_X x BOX_Y"
-    return "the error names the line of YOUR kernel after the course's header; fix it and run again"
+    return "the error names the line of your kernel as your_kernel.cu(N), counted from the first line of your cell's kernel text; fix it and run again"

@@ -40,7 +40,7 @@ model's descriptor and coordinate rules), :class:`MbarrierError`. A kernel whose
 by ``%globaltimer`` gets its virtual clock advanced when everything is blocked, so its own timeout
 path runs as on a GPU; the hang is then recorded in ``Report.deadlocks`` instead of raised.
 When copies land is chosen per copy by ``seed`` (at once, at a random later point, or as late as
-possible); ``launch(..., completion="eager" | "lazy")`` lands all at once / as late as possible.
+possible); ``launch(..., completion="eager" | "lazy" | "never")`` lands all at once / as late as possible / never.
 
 Instructions modelled (anything else stops the run with :class:`UnsupportedPTX`):
   * integer/float: add sub mul(.lo/.hi/.wide) mad fma div rem min max neg abs not and or xor shl shr

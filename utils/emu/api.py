@@ -97,7 +97,8 @@ def launch(source: str, kernel: str, grid, block, args, *, shared_bytes: int = 0
     ``cluster`` defaults to the kernel's ``__cluster_dims__``. ``strict`` raises at the first race;
     otherwise races are collected in the report. ``completion`` says when asynchronous copies land:
     "adversarial" (each copy at once, at a random later point, or as late as possible, by ``seed``),
-    "eager" (all at once) or "lazy" (all as late as possible). Returns the :class:`Report`.
+    "eager" (all at once), "lazy" (all as late as possible) or "never" (no copy lands: a fault injected
+    to check that a kernel's bounded wait times out). Returns the :class:`Report`.
     """
     ptx = ptx_of(source)
     prog = program(ptx, kernel)
@@ -120,7 +121,8 @@ def launch(source: str, kernel: str, grid, block, args, *, shared_bytes: int = 0
         params[off:off + raw.size] = raw
     if not isinstance(shared_bytes, (int, np.integer)) or shared_bytes < 0:
         raise ValueError(f"shared_bytes must be an int >= 0, got {shared_bytes!r}")
-    modes = {"adversarial": ("now", "soon", "late"), "eager": ("now",), "lazy": ("late",)}
+    modes = {"adversarial": ("now", "soon", "late"), "eager": ("now",), "lazy": ("late",),
+             "never": ("never",)}      # fault injection: no copy ever lands (a bounded wait must time out)
     if completion not in modes:
         raise ValueError(f"completion must be one of {sorted(modes)}, got {completion!r}")
     run = Launch(prog, grid, block, params, gmem, int(shared_bytes), cluster, seed, strict, max_instructions)

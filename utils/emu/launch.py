@@ -133,13 +133,14 @@ class Launch:
             resident = [cl for cl in resident if any(w.live() for c in cl for w in c.warps)
                         or any(op.warp.cta in cl for op in self.ops.values())]
         for op in list(self.ops.values()):
-            op.complete()
+            if op.mode != "never":
+                op.complete()
         self.report.instructions = self.count
         return self.report
 
     def _step(self, warps):
         runnable = [w for w in warps if w.runnable()]
-        ops = list(self.ops.values())
+        ops = [op for op in self.ops.values() if op.mode != "never"]
         if ops:
             soon = [op for op in ops if op.mode == "soon"]
             if not runnable or (soon and self.rng.random() < 0.25):
