@@ -209,6 +209,9 @@ RING_WRONG = {
         lambda: edit(RING, "cp_async_arrive_noinc(smem_addr(&full[s]));", "mbar_arrive(smem_addr(&full[s]));"),
         r"full\[s\]'s phase completed before the copies landed"),
     "no __syncthreads after the init": (lambda: drop_nth(RING, "__syncthreads();", 1), "then a __syncthreads"),
+    "empty initialised for two warps' arrivals": (
+        lambda: edit(RING, "mbar_init(smem_addr(&empty[threadIdx.x]), 32);", "mbar_init(smem_addr(&empty[threadIdx.x]), 64);"),
+        "waits for more arrivals than one use makes"),
     "full initialised for one arrival": (
         lambda: edit(RING, "mbar_init(smem_addr(&full[threadIdx.x]), 32);", "mbar_init(smem_addr(&full[threadIdx.x]), 1);"),
         "more phases than there are tiles"),

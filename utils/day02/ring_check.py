@@ -57,6 +57,9 @@ HINTS = {
     "count": "a barrier completed more phases than there are tiles: its init count must be the arrivals "
              "one use receives: 32 for full[s] (cp_async_arrive_noinc in each producer lane) and 32 for "
              "empty[s] (mbar_arrive in each consumer lane)",
+    "init_count": "a barrier waits for more arrivals than one use makes (a whole warp arrived and the "
+                  "phase is still short): init each of full[s] and empty[s] with the arrivals one use "
+                  "receives, 32 (one per lane of the warp that arrives)",
     "init": "every full[s] and empty[s] is initialised (mbar_init, by one thread each, count 32) and "
             "then a __syncthreads() comes before any thread uses them",
     "modulo": "tile k uses stage s = k % stages (its data at ring + s * 128, its barriers full[s] and "
@@ -113,6 +116,9 @@ def _diagnose(unit, stages, n_vec, x, y, want, status, err, rep):
         phases = [int(p) for p in re.findall(r"phase (\d+) \(parity", texts)]
         if phases and max(phases) > -(-n_vec // TILE // BLOCKS) + 1:
             return "count"
+        short = [(int(p), int(c)) for p, c in re.findall(r"(\d+) of (\d+) arrivals pending", texts)]
+        if any(c > 32 and c - p >= 32 for p, c in short):      # a warp arrived; the init asked for more
+            return "init_count"
         done = _tiles_done(y, want, n_vec)
         if max(done) == 0:
             return "first_pass"
