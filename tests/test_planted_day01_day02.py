@@ -17,6 +17,7 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402  (after setup: the interpreter is chosen at import)
 import triton.language as tl  # noqa: E402
 
+from jit_source import load_function  # noqa: E402  (tests/jit_source.py)
 from utils.core.checks import CheckFailed  # noqa: E402
 from utils.day01 import checks as c1  # noqa: E402
 from utils.day02 import checks as c2  # noqa: E402
@@ -468,13 +469,7 @@ def planted_kernel(x_ptr, y_ptr, where_ptr, n, BLOCK: tl.constexpr):
     if {record}:
         tl.store(where_ptr + pid * BLOCK + tl.arange(0, BLOCK), offs)
 '''
-    import tempfile, importlib.util  # noqa: E401  (triton.jit needs the source in a file)
-    with tempfile.NamedTemporaryFile("w", suffix=".py", delete=False) as f:
-        f.write("import triton\nimport triton.language as tl\n" + src)
-    spec = importlib.util.spec_from_file_location("planted_" + str(abs(hash(src))), f.name)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.planted_kernel
+    return load_function("import triton\nimport triton.language as tl\n" + src, "planted_kernel")
 
 
 @pytest.mark.parametrize("offsets, mask, record, hint", [

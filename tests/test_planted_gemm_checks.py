@@ -3,12 +3,9 @@ check, wrong answers a learner really writes (each must be rejected with the hin
 mistake, and never with another mistake's hint) and right answers written differently (NumPy
 ints, tuples or lists, loops or formulas, other Triton idioms: each must print the pass line).
 Kernels run under the Triton interpreter on the CPU; the producer step compiles for sm_90a."""
-import importlib.util
 import linecache
 import math
-import os
 import re
-import tempfile
 
 import numpy as np
 import pytest
@@ -19,6 +16,7 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402,F401
 import triton.language as tl  # noqa: E402,F401
 
+from jit_source import load_function  # noqa: E402  (tests/jit_source.py)
 from utils.core.checks import CheckFailed  # noqa: E402
 from utils.cute_dsl import exercises as ex  # noqa: E402
 from utils.day05 import gemm, gemm_checks, skinny, skinny_checks  # noqa: E402
@@ -248,7 +246,6 @@ def test_producer_stub_and_malformed(capsys):
 
 # ---- check_k_loop (Triton interpreter) ------------------------------------------------------
 
-_KDIR = tempfile.mkdtemp(prefix="planted_k_loop_")
 
 
 def k_loop(*body):
@@ -261,13 +258,7 @@ def k_loop(*body):
            "    rm, rn = off_m + tl.arange(0, BM), off_n + tl.arange(0, BN)\n"
            "    tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),\n"
            "             mask=(rm[:, None] < M) & (rn[None, :] < N))\n")
-    path = os.path.join(_KDIR, f"k{abs(hash(src))}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.k_loop_kernel
+    return load_function(src, "k_loop_kernel")
 
 
 LA, LB = "a_desc.load([off_m, k])", "b_desc.load([k, off_n])"

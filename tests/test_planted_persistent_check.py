@@ -3,10 +3,7 @@ the persistent tile loop with a TMA-store epilogue): wrong kernels a learner wri
 with the hint for ITS mistake (never another slip's), and right kernels written differently, each
 accepted. They run under the Triton interpreter on the CPU (on a GPU for real); accepted kernels
 are also compiled for sm_90a."""
-import importlib.util
-import os
 import re
-import tempfile
 
 import pytest
 
@@ -16,10 +13,10 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402,F401
 import triton.language as tl  # noqa: E402,F401
 
+from jit_source import load_function, replace_each  # noqa: E402  (tests/jit_source.py)
 from utils.core.checks import CheckFailed  # noqa: E402
 from utils.day05 import gemm, persistent_check as pc  # noqa: E402
 
-_DIR = tempfile.mkdtemp(prefix="planted_persistent_")
 HEAD = '''\
 import triton
 import triton.language as tl
@@ -51,23 +48,13 @@ for tile in range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS):
 
 def kernel(body: str):
     """A @triton.jit ``persistent_kernel`` with ``body`` (a real file: Triton reads the source)."""
-    src = HEAD + "".join(f"    {line}\n" for line in body.strip("\n").split("\n"))
-    path = os.path.join(_DIR, f"p{abs(hash(src))}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.persistent_kernel
+    return load_function(HEAD + "".join(f"    {line}\n" for line in body.strip("\n").split("\n")),
+                         "persistent_kernel")
 
 
 def edit(*pairs):
     """The solution with each (old, new) replaced (each old must occur)."""
-    body = SOLUTION
-    for old, new in pairs:
-        assert old in body, old
-        body = body.replace(old, new)
-    return body
+    return replace_each(SOLUTION, *pairs)
 
 
 LOOP = "for tile in range(tl.program_id(0), num_pid_m * num_pid_n, NUM_PROGRAMS):"

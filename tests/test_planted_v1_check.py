@@ -3,10 +3,7 @@ kernel, v0's tiling with A's and B's tiles through host tensor descriptors): wro
 learner writes, each rejected with the hint for ITS mistake (never another slip's), and right
 kernels written differently, each accepted. They run under the Triton interpreter on the CPU
 (on a GPU for real); accepted kernels are also compiled for sm_90a."""
-import importlib.util
-import os
 import re
-import tempfile
 
 import pytest
 
@@ -16,10 +13,10 @@ T = utils.setup(quiet=True)
 import triton  # noqa: E402,F401
 import triton.language as tl  # noqa: E402,F401
 
+from jit_source import load_function, replace_each  # noqa: E402  (tests/jit_source.py)
 from utils.core.checks import CheckFailed  # noqa: E402
 from utils.day05 import gemm_checks, v1_check  # noqa: E402
 
-_DIR = tempfile.mkdtemp(prefix="planted_v1_")
 SIG = ("def v1_kernel(a_desc, b_desc, c_ptr, M, N, K, BM: tl.constexpr, BN: tl.constexpr, "
        "BK: tl.constexpr):\n")
 SOLUTION = """\
@@ -35,24 +32,13 @@ tl.store(c_ptr + rm[:, None] * N + rn[None, :], acc.to(c_ptr.dtype.element_ty),
 
 def kernel(body: str):
     """A @triton.jit ``v1_kernel`` with ``body`` (a real file: Triton reads the source)."""
-    src = ("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + SIG
-           + "".join(f"    {line}\n" for line in body.strip("\n").split("\n")))
-    path = os.path.join(_DIR, f"v{abs(hash(src))}.py")
-    with open(path, "w") as f:
-        f.write(src)
-    spec = importlib.util.spec_from_file_location(os.path.basename(path)[:-3], path)
-    mod = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(mod)
-    return mod.v1_kernel
+    return load_function("import triton\nimport triton.language as tl\n\n\n@triton.jit\n" + SIG
+                         + "".join(f"    {line}\n" for line in body.strip("\n").split("\n")), "v1_kernel")
 
 
 def edit(*pairs):
     """The solution with each (old, new) replaced (each old must occur)."""
-    body = SOLUTION
-    for old, new in pairs:
-        assert old in body, old
-        body = body.replace(old, new)
-    return body
+    return replace_each(SOLUTION, *pairs)
 
 
 LOOP = "for k in range(0, K, BK):"
