@@ -1,0 +1,154 @@
+"""Why does the course harness time cuDNN's attention faster than ``triton.testing.do_bench``?
+(issue 40, item 1). One experiment per suspect, each moving one thing from do_bench's way of
+timing towards the harness's, on the ladder shape of notebook 07 (4 x 16 x 4096 x 128, fp16):
+
+* ``do_bench``: ``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode=...)`` per contender,
+  one after another (how notebook 07's second-opinion column is made: its default is the mean);
+* ``alone``: the harness's clock (``bench.CudaClock``: written L2 flush outside the events,
+  sustained) on one contender at a time: the harness without its interleaving;
+* ``pairs``: cuDNN interleaved with one other contender at a time (flash, the course's step 4,
+  a memory-bound copy of about the same length, an idle spin of about the same length);
+* ``as07``: every contender of notebook 07 interleaved, as ``bench.compare`` does there.
+
+While each experiment runs, ``nvidia-smi`` samples the SM clock and the board power every 20 ms
+(a sample is taken for the experiment whose wall-clock window it falls in), so a time that moves
+with the clock shows it. Every contender's output is checked against float32 torch first.
+
+Run on a Hopper GPU: ``python -m utils.day05.harness_study [--out F.json]``. Nothing here runs
+without one (the course's CuteDSL kernels and cuDNN need the GPU).
+"""
+from __future__ import annotations
+
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+
+from ..core import bench
+
+SHAPE = (4, 16, 4096, 128)
+CUDNN, FLASH = "torch SDPA cuDNN", "torch SDPA flash"
+
+
+class Sampler:
+    """``nvidia-smi`` every 20 ms in the background: ``[(wall time, SM MHz, watts)]``."""
+
+    def __init__(self):
+        self.samples, self._p = [], subprocess.Popen(
+            ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
+             "-lms", "20"], stdout=subprocess.PIPE, text=True)
+        self._t = threading.Thread(target=self._read, daemon=True)
+        self._t.start()
+
+    def _read(self):
+        for line in self._p.stdout:
+            try:
+                mhz, watts = (float(x) for x in line.split(","))
+            except ValueError:
+                continue
+            self.samples.append((time.time(), mhz, watts))
+
+    def window(self, t0: float, t1: float) -> dict:
+        got = [(m, w) for t, m, w in self.samples if t0 <= t <= t1]
+        if not got:
+            return {"sm_mhz": None, "watts": None, "samples": 0}
+        return {"sm_mhz": statistics.median(m for m, _ in got),
+                "watts": statistics.median(w for _, w in got), "samples": len(got)}
+
+    def stop(self):
+        self._p.terminate()
+
+
+def _copy_like(ms: float):
+    """A memory-bound copy that takes about ``ms`` (a neighbour that draws less power)."""
+    import torch
+    n = int(ms * 1e-3 * 3.0e12 / 4)              # read + write at ~3 TB/s
+    a, b = torch.empty(n // 2, dtype=torch.int32, device="cuda"), torch.empty(n // 2, dtype=torch.int32, device="cuda")
+    return lambda: b.copy_(a)
+
+
+def _spin_like(ms: float):
+    """An idle spin of about ``ms`` on one SM (the GPU waits, drawing little power)."""
+    import torch
+    cycles = int(ms * 1e-3 * 1.7e9)
+    return lambda: torch.cuda._sleep(cycles)
+
+
+def _timed(sampler, fns: dict, rounds=4, reps_per_round=10) -> dict:
+    t0 = time.time()
+    clock = bench.CudaClock()
+    samples = bench.run_interleaved(fns, rounds=rounds, reps_per_round=reps_per_round, clock=clock)
+    t1 = time.time()
+    env = sampler.window(t0, t1)
+    return {n: dict(env, ms=statistics.median([t for b in blocks for t in b]),
+                    ms_rounds=[statistics.median(b) for b in blocks]) for n, blocks in samples.items()}
+
+
+def measure(repeat: int = 2) -> list:
+    """Rows ``{experiment, name, ms, sm_mhz, watts, ...}``; every experiment ``repeat`` times, in
+    the order do_bench, alone, pairs, as07 (then again), so a drift shows as a repeat that differs."""
+    import torch
+    import triton
+    from . import attention, attention_measure as am
+    B, H, S, D = SHAPE
+    q, k, v = (bench.randn(SHAPE, torch.float16, "cuda", seed=i) for i in range(3))
+    o = torch.empty_like(q)
+    ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float())
+    cons = am.contenders(q, k, v, o, False, ladder=True)
+    for name, fn in cons.items():
+        o.fill_(float("nan"))
+        am.check_output(name, fn(), ref, v, torch.float16)
+    del ref
+    step4 = am.STEP_NAMES["overlap"]
+    flops = attention.flops(B, H, S, D, False)
+    sampler, rows = Sampler(), []
+    time.sleep(0.5)
+
+    def add(exp, res):
+        for name, r in res.items():
+            rows.append(dict(r, experiment=exp, name=name, tflops=flops / (r["ms"] * 1e-3) / 1e12))
+            print(f"{exp:<34}{name:<52}{r['ms']:8.4f} ms  {r.get('sm_mhz')} MHz  {r.get('watts')} W", flush=True)
+
+    try:
+        for rep in range(repeat):
+            for mode in ("median", "mean"):
+                for name in (CUDNN, FLASH, step4):
+                    t0 = time.time()
+                    ms = triton.testing.do_bench(cons[name], warmup=25, rep=100, return_mode=mode)
+                    add(f"do_bench {mode} #{rep}", {name: dict(sampler.window(t0, time.time()), ms=ms)})
+            for name in (CUDNN, FLASH, step4):
+                add(f"alone #{rep}", _timed(sampler, {name: cons[name]}))
+            ms_c = statistics.median(triton.testing.do_bench(cons[CUDNN], warmup=5, rep=20, return_mode="all"))
+            for other, fn in ((FLASH, cons[FLASH]), (step4, cons[step4]),
+                              ("copy of the same length", _copy_like(ms_c)),
+                              ("idle spin of the same length", _spin_like(ms_c))):
+                add(f"pair with {other[:20]} #{rep}", _timed(sampler, {CUDNN: cons[CUDNN], other: fn}))
+            add(f"as07 #{rep}", _timed(sampler, cons))
+    finally:
+        sampler.stop()
+    return rows
+
+
+def main(argv=None) -> None:
+    import argparse
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--out", default=None, help="write the rows as JSON here")
+    p.add_argument("--repeat", type=int, default=2)
+    args = p.parse_args(argv)
+    from ..core.tier import detect
+    T = detect()
+    if not T.has("wgmma"):
+        raise SystemExit(f"the study times the course's sm_90a kernels and cuDNN: it needs a Hopper GPU "
+                         f"(tier {T.name}); nothing was run")
+    rows = measure(args.repeat)
+    meta = {"device": T.device_name, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "shape": list(SHAPE)}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump({"meta": meta, "rows": rows}, f, indent=1)
+    print(json.dumps(meta), file=sys.stderr)
+
+
+if __name__ == "__main__":
+    main()
