@@ -7,7 +7,7 @@ import re
 import numpy as np
 import pytest
 
-from utils.core import predict
+from utils.core import predict, results
 
 OPTIONS = ("faster", "slower", "same")
 
@@ -151,3 +151,15 @@ def test_every_prediction_is_judged_once_after_it_is_asked(where, name, i, cells
 def test_the_outcome_adds_nothing_under_a_notebook_cell():
     out = predict.number(2, 2.0)
     assert out._ipython_display_() is None      # IPython calls this instead of printing the repr
+
+
+@pytest.mark.parametrize("doc", results.documents("03_triton_tma_gemm"),
+                         ids=lambda d: d["device"])
+def test_5_3_recorded_questions_hold_on_every_device(doc):
+    """5.3 §5 asks v1 / v0 and v2 against v1 at 8192³ fp16. The notebook asserts its claim on the
+    device it shows; every recording must answer both the same way (v1 gains, v2 within v1's spread)."""
+    from utils.day05 import gemm
+    at = {s: next(r for r in doc["rows"] if r["name"] == gemm.STEPS[s] and r["dtype"] == "float16"
+                  and r["shape"] == [8192, 8192, 8192]) for s in ("v0", "v1", "v2")}
+    assert at["v1"]["value"] > at["v0"]["value"], doc["device"]
+    assert predict.direction(at["v2"], at["v1"]) == "same", doc["device"]

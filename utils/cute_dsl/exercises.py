@@ -19,6 +19,8 @@ from ..core.checks import NOT_ATTEMPTED, fail, is_int, is_number, not_attempted,
 # Exercise 3, a kernel step compiled and traced, lives in its own module; notebooks reach it here
 from .producer_check import COMPILE_HINTS, PRODUCER_CLUSTER, check_producer, producer_problems  # noqa: F401
 from .consumer_check import check_consumer, consumer_problems  # noqa: F401
+# day 5 · 05's kernel exercise (the warp-specialized rung's role split), re-exported beside them
+from .rung_check import check_warp_roles  # noqa: F401
 
 
 def stage_tx_ref(tile_mnk, itemsize: int, cluster=(1, 1)) -> int:

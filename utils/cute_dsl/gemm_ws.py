@@ -124,26 +124,42 @@ class WsGemm(TmaGemm):
         acc = cute.make_rmem_tensor(thr_mma.partition_C(gC[(None, None, 0, 0, 0)]).shape, cutlass.Float32)
         k_tiles = cute.size(gA, mode=[3])
         pipeline.pipeline_init_wait(cluster_shape_mn=self.cluster)
+
+        # warp_roles splits the threads; it gets the producer's loads and the consumers' loop as closures
+        def tile_loads(tile):                           # load(prod) for each k-tile of tile number `tile`
+            m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
+            tAg_t, tBg_t = tAg[(None, m, None, 0)], tBg[(None, n, None, 0)]
+            return lambda prod: self.load(pipe, prod, atom_a, tAg_t, tAs, mask_a, atom_b, tBg_t, tBs, mask_b)
+
+        def consume():                                  # the consumer warpgroups' whole loop
+            self.consume(pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
+                         tidx, warp, order)
+        self.warp_roles(wg, warp, pipe, clusters_m * clusters_n, k_tiles, tile_loads, consume)
+
+    @cute.jit
+    def warp_roles(self, wg, warp, pipe, tiles, k_tiles, tile_loads, consume):
+        """The warp-specialized role split (rung 3, with rung 4's ``setmaxnreg``): warpgroup 0
+        produces, its warp 0 walking this cluster's tile numbers (from :meth:`first_tile`,
+        :meth:`tile_step` apart, below ``tiles``) and loading every k-tile of each into the ring;
+        warpgroups 1 and 2 consume. Day 5 · 05's Exercise 2 has the learner write it."""
         if wg == 0:                                     # producer warpgroup: few registers
             if cutlass.const_expr(self.realloc):
                 cute.arch.setmaxregister_decrease(LOAD_REGS)
             if warp == 0:
                 prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
                 tile = self.first_tile()
-                while tile < clusters_m * clusters_n:   # this cluster's tiles, a grid apart
-                    m, n = self.tile_mn(tile, clusters_m, clusters_n, crd)
-                    tAg_t, tBg_t = tAg[(None, m, None, 0)], tBg[(None, n, None, 0)]
+                while tile < tiles:                     # this cluster's tiles, a grid apart
+                    load = tile_loads(tile)
                     prod.reset_count()                  # .count = k-tile, .index/.phase run on
                     for _ in cutlass.range(k_tiles, unroll=1):
-                        self.load(pipe, prod, atom_a, tAg_t, tAs, mask_a, atom_b, tBg_t, tBs, mask_b)
+                        load(prod)
                         prod.advance()
                     tile += self.tile_step()
                 pipe.producer_tail(prod)                # don't exit while peers may still signal us
         if wg > 0:                                      # consumer warpgroups: many registers
             if cutlass.const_expr(self.realloc):
                 cute.arch.setmaxregister_increase(MMA_REGS)
-            self.consume(pipe, clusters_m, clusters_n, crd, tiled_mma, tCrA, tCrB, acc, k_tiles, atom_c, gC, sC,
-                         tidx, warp, order)
+            consume()
 
     @cute.jit
     def mma_slice(self, wg):
