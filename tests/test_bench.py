@@ -110,7 +110,7 @@ def test_run_interleaved_alternate_keeps_each_contenders_samples_in_its_round():
     log = []
     clock = FakeClock(lambda name, n: float(n))
     got = bench.run_interleaved(contenders(log), rounds=3, reps_per_round=1, warmup=0, warmup_ms=0,
-                                clock=clock, order="alternate")
+                                clock=clock, order="alternate", pacing="turns")
     assert log == list("ABC" "CBA" "ABC")
     assert got["A"] == [[1.0], [6.0], [7.0]]      # A's calls were the 1st, 6th and 7th
     with pytest.raises(ValueError, match="order must be one of"):
@@ -122,7 +122,7 @@ def test_run_interleaved_order_and_rounds():
     log = []
     clock = FakeClock(lambda name, n: float(n))
     got = bench.run_interleaved(contenders(log), rounds=3, reps_per_round=2, warmup=1,
-                                warmup_ms=0, clock=clock)
+                                warmup_ms=0, clock=clock, pacing="turns")
     assert log[:3] == ["A", "B", "C"], "warm-up also takes turns"
     assert clock.timed == list("ABC") * 6, "timed calls are interleaved A,B,C,A,B,C,..."
     assert got == {"A": [[1, 4], [7, 10], [13, 16]], "B": [[2, 5], [8, 11], [14, 17]],
@@ -133,7 +133,7 @@ def test_warmup_lasts_warmup_ms():
     log = []
     clock = FakeClock(lambda name, n: 1.0)         # a round of 3 contenders: 3 ms
     bench.run_interleaved(contenders(log), rounds=1, reps_per_round=1, warmup=2,
-                          warmup_ms=25, clock=clock)
+                          warmup_ms=25, clock=clock, pacing="turns")
     # 2 counted warm-up rounds, 1 estimating round, ceil(25 / 3) = 9 more, then 1 timed round
     assert len(log) == 3 * (2 + 1 + 9 + 1)
 
@@ -143,9 +143,48 @@ def test_interleaving_cancels_drift():
     (timed one after the other, A's 10 calls then B's, it would read about 1.8x)."""
     clock = FakeClock(lambda name, n: (2.0 if name == "A" else 1.0) * (1 + n / 100))
     samples = bench.run_interleaved({"A": lambda: "A", "B": lambda: "B"}, rounds=10,
-                                    reps_per_round=1, warmup=0, warmup_ms=0, clock=clock)
+                                    reps_per_round=1, warmup=0, warmup_ms=0, clock=clock, pacing="turns")
     rows = {r["name"]: r for r in bench.summarize(samples, reference="A", metric="GB/s", amount=1e9)}
     assert 1.97 < rows["B"]["ratio_lo"] <= rows["B"]["ratio"] <= rows["B"]["ratio_hi"] < 2.0
+
+
+def test_a_blocks_schedule_times_each_contender_back_to_back():
+    assert bench.schedule(list("AB"), rounds=2, reps_per_round=2, pacing="blocks") == [
+        (0, "A"), (0, "A"), (0, "B"), (0, "B"), (1, "A"), (1, "A"), (1, "B"), (1, "B")]
+    got = bench.schedule(list("AB"), rounds=2, reps_per_round=2, order="alternate", pacing="blocks")
+    assert [n for _, n in got] == list("AABB" "BBAA")
+    with pytest.raises(ValueError, match="pacing must be one of"):
+        bench.schedule(list("AB"), 2, 1, pacing="shuffled")
+
+
+def test_each_block_settles_on_its_own_contender_first():
+    """Blocks (the default): before each block, ``settle_ms`` of the contender's own untimed calls
+    (A takes 2 ms, B 5 ms: ceil(10 / 2) = 5 of A's, 2 of B's); none are among the samples."""
+    log = []
+    clock = FakeClock(lambda name, n: {"A": 2.0, "B": 5.0}[name])
+    got = bench.run_interleaved({"A": lambda: "A", "B": lambda: "B"}, rounds=2, reps_per_round=3,
+                                warmup=0, warmup_ms=0, clock=clock, settle_ms=10)
+    block = lambda n, settle: [n] * (settle + 3)          # noqa: E731
+    assert clock.timed == ["A", "B"] + block("A", 5) + block("B", 2) + block("A", 5) + block("B", 2)
+    assert got == {"A": [[2.0] * 3, [2.0] * 3], "B": [[5.0] * 3, [5.0] * 3]}
+    with pytest.raises(ValueError, match="settle_ms must be a number >= 0"):
+        bench.run_interleaved({"A": lambda: "A"}, rounds=1, reps_per_round=1, clock=clock, settle_ms=-1)
+
+
+def test_blocks_also_cancel_drift_between_rounds():
+    """Clocks slow 20% over the run; A takes 2x B. Blocks of 1 per round read 2x within about
+    a percent (the drift inside one round is all that is left)."""
+    clock = FakeClock(lambda name, n: (2.0 if name == "A" else 1.0) * (1 + n / 100))
+    samples = bench.run_interleaved({"A": lambda: "A", "B": lambda: "B"}, rounds=10, reps_per_round=1,
+                                    warmup=0, warmup_ms=0, clock=clock, settle_ms=0)
+    rows = {r["name"]: r for r in bench.summarize(samples, reference="A", metric="GB/s", amount=1e9)}
+    assert 1.97 < rows["B"]["ratio_lo"] <= rows["B"]["ratio"] <= rows["B"]["ratio_hi"] < 2.0
+
+
+def test_compare_rejects_an_unknown_pacing_before_the_gpu():
+    with pytest.raises(ValueError, match="pacing must be one of"):
+        bench.compare(lambda: (), {"a": print}, reference="a", metric="GB/s", amount=1,
+                      shape=(1,), dtype="f", pacing="interleaved")
 
 
 def test_summarize_spread():

@@ -14,8 +14,16 @@ Rules it enforces (see COURSE_DESIGN.md):
   GPU ~1 ms before each repetition and waits after it: a cold-start figure that hides host
   launch overhead; use it only where that is the lesson, and say so.) Each sustained row also says whether the host kept up (``host_bound``, see
   :func:`host_pace`): a kernel shorter than its own launch overhead is timed with that overhead.
-* contenders are timed **interleaved**: they take turns (A, B, C, A, B, C, ...), and every
-  ``reps/rounds`` turns make one round, so clock or thermal drift hits all of them alike;
+* contenders are timed in **blocks** (``pacing="blocks"``, the default since 2026-11-27): each
+  round times every contender in turn, ``reps_per_round`` calls of one back to back, each block
+  after ``settle_ms`` of that contender's own untimed calls, so its clock is the one its own power
+  draw leaves (as ``triton.testing.do_bench`` times it) and clock or thermal drift still hits all
+  contenders alike, round by round. The older ``pacing="turns"`` (A, B, C, A, B, C, ...) times a
+  contender at the clock its *neighbours'* power leaves: on an H100 at the 700 W limit cuDNN's
+  attention read about 10% faster with turns than alone, beside an idle spin or a copy, and not
+  beside a kernel drawing as much power (``utils.day05.harness_study``, issue 40), so ratios
+  between kernels of different power draw depend on the pacing. Recordings made before the
+  change carry no ``pacing`` key: they were taken with turns;
 * each row's ``ratio`` to the reference is the median of the per-round ratios, reported with
   their spread (``ratio_lo``, ``ratio_hi``: the lowest and highest round). A claim such as
   "A >= cuBLAS" holds only if it holds beyond that spread: ``verdict`` / ``holds``
@@ -113,6 +121,7 @@ class CudaClock:
 
 
 ORDERS = ("fixed", "alternate")
+PACINGS = ("blocks", "turns")
 
 
 def _check_order(order) -> None:
@@ -120,40 +129,63 @@ def _check_order(order) -> None:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
 
 
-def schedule(names, rounds: int, reps_per_round: int, order: str = "fixed") -> list:
-    """The interleaved order of timed calls, ``[(round, name), ...]``: contenders take turns
-    (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round. With ``order="alternate"``
-    the odd rounds take their turns in reverse (C, B, A, ...), so each contender runs after a
+def _check_pacing(pacing) -> None:
+    if pacing not in PACINGS:
+        raise ValueError(f"pacing must be one of {PACINGS}, got {pacing!r}")
+
+
+def schedule(names, rounds: int, reps_per_round: int, order: str = "fixed", pacing: str = "turns") -> list:
+    """The order of timed calls, ``[(round, name), ...]``. ``pacing="turns"``: contenders take
+    turns (A, B, C, A, B, C, ...), ``reps_per_round`` turns make one round; ``"blocks"``: each
+    round is A's ``reps_per_round`` calls, then B's, then C's. With ``order="alternate"`` the odd
+    rounds go through the contenders in reverse (C, B, A, ...), so each contender runs after a
     different one than in the even rounds: a test of whether what runs just before a call shifts
     its time (where rounds meet, one contender runs twice in a row). Rotating the start of each
     round would not do: A would still always follow C."""
     _check_order(order)
+    _check_pacing(pacing)
     names = list(names)
-    return [(r, n) for r in range(rounds) for _ in range(reps_per_round)
-            for n in (names[::-1] if order == "alternate" and r % 2 else names)]
+    seq = lambda r: names[::-1] if order == "alternate" and r % 2 else names       # noqa: E731
+    if pacing == "blocks":
+        return [(r, n) for r in range(rounds) for n in seq(r) for _ in range(reps_per_round)]
+    return [(r, n) for r in range(rounds) for _ in range(reps_per_round) for n in seq(r)]
 
 
 def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int = 5, warmup_ms: float = 25.0,
-                    clock=None, pace: dict | None = None, order: str = "fixed") -> dict:
-    """Warm up, then time ``fns`` (``{name: fn()}``) in interleaved rounds (``order``: see
-    :func:`schedule`).
+                    clock=None, pace: dict | None = None, order: str = "fixed", pacing: str = "blocks",
+                    settle_ms: float = 50.0) -> dict:
+    """Warm up, then time ``fns`` (``{name: fn()}``) in rounds (``order`` and ``pacing``: see
+    :func:`schedule`). With ``pacing="blocks"`` each block of one contender's calls starts after
+    ``settle_ms`` of its own untimed calls (the same flush and call as a timed one), so the GPU's
+    clock has settled to that contender's power draw (``settle_ms=0``: no settling).
 
     Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
     ``time(fn) -> handle`` and ``read([handle]) -> [ms]``; if it also has ``pace`` and a dict
     ``pace`` is given, it is filled with ``{name: [(GPU ms per repetition, host ms), ...]}``.
     """
     _check_order(order)
+    _check_pacing(pacing)
+    if not (isinstance(settle_ms, (int, float)) and settle_ms >= 0):
+        raise ValueError(f"settle_ms must be a number >= 0, got {settle_ms!r}")
     clock = clock or CudaClock()
     for _ in range(warmup):
         for fn in fns.values():
             fn()
+    settle = pacing == "blocks" and settle_ms > 0
+    if warmup_ms > 0 or settle:  # one timed call each: how long a call takes
+        each = dict(zip(fns, clock.read([clock.time(fn) for fn in fns.values()])))
     if warmup_ms > 0:  # keep going until the GPU has worked ~warmup_ms: sustained clocks
-        one_round = sum(clock.read([clock.time(fn) for fn in fns.values()]))
+        one_round = sum(each.values())
         for _ in range(min(10_000, math.ceil(warmup_ms / max(one_round, 1e-3)))):
             for fn in fns.values():
                 fn()
     handles = {n: [[] for _ in range(rounds)] for n in fns}
-    for r, name in schedule(list(fns), rounds, reps_per_round, order):
+    previous = None
+    for r, name in schedule(list(fns), rounds, reps_per_round, order, pacing):
+        if settle and name != previous:          # a new block: this contender alone, untimed, first
+            for _ in range(min(10_000, math.ceil(settle_ms / max(each[name], 1e-3)))):
+                clock.time(fns[name])
+        previous = name
         handles[name][r].append(clock.time(fns[name]))
     if pace is not None and hasattr(clock, "pace"):
         pace.update({n: [p for block in blocks for p in clock.pace(block)] for n, blocks in handles.items()})
@@ -249,8 +281,9 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
             amount: float, shape, dtype: str, check: Callable | None = None,
             reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,
             flush_l2: bool = True, timing: str = "sustained", warmup_ms: float = 25.0,
-            flush_by: str = "write", order: str = "fixed") -> list[dict]:
-    """Benchmark every contender on the same inputs, interleaved, and return result rows.
+            flush_by: str = "write", order: str = "fixed", pacing: str = "blocks",
+            settle_ms: float = 50.0, do_bench: bool = False) -> list[dict]:
+    """Benchmark every contender on the same inputs, in rounds, and return result rows.
 
     ``make_inputs()`` builds the inputs once; each contender is called as ``fn(*inputs)``.
     ``reference`` names the contender the ratios are taken against. ``check(name, out, ref_out)``
@@ -264,7 +297,12 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     L2 is flushed before each call: "write" (overwrite a 256 MiB buffer, which leaves L2 holding
     dirty lines) or "read" (read it: clean lines); rows record a read flush as ``flush_by``.
     ``order`` is "fixed" (the same turn order every round) or "alternate" (odd rounds reversed,
-    see :func:`schedule`); rows record an alternate order as ``order``.
+    see :func:`schedule`); rows record an alternate order as ``order``. ``pacing`` ("blocks", the
+    default, each block after ``settle_ms`` of the contender alone; or "turns") is recorded as
+    ``pacing`` (see :func:`run_interleaved` and the module doc). ``do_bench=True`` adds a second
+    opinion to every row: ``triton.testing.do_bench``'s median (``do_bench_ms``, warm-up 25 ms,
+    100 ms of repetitions) and the ratio it gives (``do_bench_ratio``, the reference's do_bench
+    time over this contender's), which the recordings' test holds within 3% of ``ratio``.
     """
     if not isinstance(contenders, dict) or not contenders:
         raise TypeError("contenders must be a non-empty dict {name: fn(*inputs)}")
@@ -277,6 +315,7 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     _check_timing(timing)
     _check_flush_by(flush_by)
     _check_order(order)
+    _check_pacing(pacing)
     _require_gpu()
     inputs = make_inputs()
     if not isinstance(inputs, tuple):
@@ -291,10 +330,15 @@ def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: st
     pace = {}
     samples = run_interleaved(fns, rounds=rounds, reps_per_round=math.ceil(reps / rounds),
                               warmup=warmup, warmup_ms=warmup_ms, clock=CudaClock(flush_l2, timing, flush_by),
-                              pace=pace, order=order)
+                              pace=pace, order=order, pacing=pacing, settle_ms=settle_ms)
     rows = summarize(samples, reference=reference, metric=metric, amount=amount)
+    if do_bench:
+        import triton.testing
+        db = {n: triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median") for n, fn in fns.items()}
+        for row in rows:
+            row.update(do_bench_ms=db[row["name"]], do_bench_ratio=db[reference] / db[row["name"]])
     for row in rows:
-        row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2))
+        row.update(shape=list(shape), dtype=str(dtype), timing=timing, flush_l2=bool(flush_l2), pacing=pacing)
         if flush_l2 and flush_by != "write":
             row["flush_by"] = flush_by
         if order != "fixed":

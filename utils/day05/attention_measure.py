@@ -14,8 +14,9 @@ sequence length for the ladder, two configurations for the sweep, the counters w
 
 Every contender's output is poisoned (NaN) first, then every element is checked against torch's
 attention computed in float32 on the same fresh randn inputs, within :func:`utils.day05.attention.
-output_bound`. Timing: the course harness (``utils.core.bench.compare``: sustained, interleaved,
-L2 flushed) and, as a second opinion, ``triton.testing.do_bench``.
+output_bound`. Timing: the course harness (``utils.core.bench.compare``: sustained, in rounds,
+L2 flushed, each contender timed in blocks) and, on the ladder, ``triton.testing.do_bench``'s median as
+the second opinion (``bench.compare(do_bench=True)``).
 """
 from __future__ import annotations
 
@@ -118,7 +119,6 @@ def check_output(name, out, ref, v, dtype) -> float:
 
 def _measure(S, D, dt, causal, ladder, reps, seed) -> list:
     import torch
-    import triton
     B, H = shape_of(S, D)[:2]
     dtype = getattr(torch, dt)
     q, k, v = (bench.randn((B, H, S, D), dtype, "cuda", seed=seed + i) for i in range(3))
@@ -131,14 +131,13 @@ def _measure(S, D, dt, causal, ladder, reps, seed) -> list:
         worst[name] = check_output(name, fn(), ref, v, dtype)
     del ref
     reference = BACKENDS["CUDNN_ATTENTION"] if BACKENDS["CUDNN_ATTENTION"] in cons else TRITON
-    rows = bench.compare(lambda: (), cons, reference=reference, metric="TFLOP/s",
-                         amount=attention.flops(B, H, S, D, causal), shape=(B, H, S, D), dtype=dt, reps=reps)
+    rows = bench.compare(lambda: (), cons, reference=reference, metric="TFLOP/s",    # the ladder: do_bench too
+                         amount=attention.flops(B, H, S, D, causal), shape=(B, H, S, D), dtype=dt, reps=reps,
+                         do_bench=ladder)
     for r in rows:
         r.update(causal=bool(causal), err_over_bound=worst[r["name"]], part="ladder" if ladder else "sweep")
-        if ladder:                           # a second opinion on the ladder: triton.testing.do_bench
-            ms = triton.testing.do_bench(cons[r["name"]], warmup=25, rep=100)
-            r["do_bench_ms"] = ms
-            r["do_bench_value"] = attention.flops(B, H, S, D, causal) / (ms * 1e-3) / 1e12
+        if ladder:                           # the second opinion's TFLOP/s (triton.testing.do_bench's median)
+            r["do_bench_value"] = attention.flops(B, H, S, D, causal) / (r["do_bench_ms"] * 1e-3) / 1e12
     return rows
 
 

@@ -2,27 +2,27 @@
 (issue 40, item 1). One experiment per suspect, each moving one thing from do_bench's way of
 timing towards the harness's, on the ladder shape of notebook 07 (4 x 16 x 4096 x 128, fp16):
 
-* ``do_bench``: ``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode=...)`` per contender,
-  one after another (how notebook 07's second-opinion column is made: its default is the mean);
+* ``do_bench``: ``triton.testing.do_bench(fn, warmup=25, rep=100, return_mode="median")`` per
+  contender, one after another;
 * ``alone``: the harness's clock (``bench.CudaClock``: written L2 flush outside the events,
-  sustained) on one contender at a time: the harness without its interleaving;
-* ``pairs``: cuDNN interleaved with one other contender at a time (flash, the course's step 4,
+  sustained) on one contender at a time;
+* ``turns with``: cuDNN taking turns with one other contender at a time (flash, the course's step 4,
   a memory-bound copy of about the same length, an idle spin of about the same length);
-* ``as07``: every contender of notebook 07 interleaved, as ``bench.compare`` does there.
+* ``notebook 07's set``: every contender of notebook 07, with turns (how its recordings of
+  2026-11-23 to 26 were timed) and in blocks (the harness since, ``bench.run_interleaved``).
 
 While each experiment runs, ``nvidia-smi`` samples the SM clock and the board power every 20 ms
 (a sample is taken for the experiment whose wall-clock window it falls in), so a time that moves
-with the clock shows it. Every contender's output is checked against float32 torch first.
+with the clock shows it (``nvidia-smi`` reports a sample, not the clock of each call: read the
+columns as a hint, the times as the measurement). Every contender's output is checked against float32 torch first.
 
-Run on a Hopper GPU: ``python -m utils.day05.harness_study [--out F.json]``. Nothing here runs
+Run on a Hopper GPU: ``python -m utils.day05.harness_study [--record]``. Nothing here runs
 without one (the course's CuteDSL kernels and cuDNN need the GPU).
 """
 from __future__ import annotations
 
-import json
 import statistics
 import subprocess
-import sys
 import threading
 import time
 
@@ -76,19 +76,22 @@ def _spin_like(ms: float):
     return lambda: torch.cuda._sleep(cycles)
 
 
-def _timed(sampler, fns: dict, rounds=4, reps_per_round=10) -> dict:
+def _timed(sampler, fns: dict, pacing: str, rounds=4, reps_per_round=10) -> dict:
     t0 = time.time()
-    clock = bench.CudaClock()
-    samples = bench.run_interleaved(fns, rounds=rounds, reps_per_round=reps_per_round, clock=clock)
-    t1 = time.time()
-    env = sampler.window(t0, t1)
-    return {n: dict(env, ms=statistics.median([t for b in blocks for t in b]),
-                    ms_rounds=[statistics.median(b) for b in blocks]) for n, blocks in samples.items()}
+    samples = bench.run_interleaved(fns, rounds=rounds, reps_per_round=reps_per_round, clock=bench.CudaClock(),
+                                    pacing=pacing)
+    env = sampler.window(t0, time.time())
+    return {n: dict(env, ms=statistics.median([t for b in blocks for t in b])) for n, blocks in samples.items()}
+
+
+STEM = "07_harness_study"                   # results/<device>/07_harness_study.json
 
 
 def measure(repeat: int = 2) -> list:
-    """Rows ``{experiment, name, ms, sm_mhz, watts, ...}``; every experiment ``repeat`` times, in
-    the order do_bench, alone, pairs, as07 (then again), so a drift shows as a repeat that differs."""
+    """Rows (results format: ``name`` the contender, ``part`` the experiment, ``value`` its
+    TFLOP/s, ``ratio`` cuDNN's time over its time in the same experiment, plus ``ms``,
+    ``sm_mhz``, ``watts``): every experiment ``repeat`` times, in the order do_bench, alone, pairs
+    (turns), notebook 07's set with turns, the same set in blocks (the corrected harness)."""
     import torch
     import triton
     from . import attention, attention_measure as am
@@ -103,29 +106,33 @@ def measure(repeat: int = 2) -> list:
     del ref
     step4 = am.STEP_NAMES["overlap"]
     flops = attention.flops(B, H, S, D, False)
+    tf = lambda ms: flops / (ms * 1e-3) / 1e12                                   # noqa: E731
     sampler, rows = Sampler(), []
     time.sleep(0.5)
 
     def add(exp, res):
+        ref_ms = res.get(CUDNN, {}).get("ms")
         for name, r in res.items():
-            rows.append(dict(r, experiment=exp, name=name, tflops=flops / (r["ms"] * 1e-3) / 1e12))
-            print(f"{exp:<34}{name:<52}{r['ms']:8.4f} ms  {r.get('sm_mhz')} MHz  {r.get('watts')} W", flush=True)
+            rows.append(dict(r, name=name, part=exp, metric="TFLOP/s", value=tf(r["ms"]), reference=CUDNN,
+                             reference_value=tf(ref_ms) if ref_ms else None,
+                             ratio=ref_ms / r["ms"] if ref_ms else None, shape=list(SHAPE), dtype="float16"))
+            print(f"{exp:<34}{name[:50]:<52}{r['ms']:8.4f} ms  {r.get('sm_mhz')} MHz  {r.get('watts')} W", flush=True)
 
     try:
         for rep in range(repeat):
-            for mode in ("median", "mean"):
-                for name in (CUDNN, FLASH, step4):
-                    t0 = time.time()
-                    ms = triton.testing.do_bench(cons[name], warmup=25, rep=100, return_mode=mode)
-                    add(f"do_bench {mode} #{rep}", {name: dict(sampler.window(t0, time.time()), ms=ms)})
             for name in (CUDNN, FLASH, step4):
-                add(f"alone #{rep}", _timed(sampler, {name: cons[name]}))
+                t0 = time.time()
+                ms = triton.testing.do_bench(cons[name], warmup=25, rep=100, return_mode="median")
+                add(f"do_bench #{rep}", {name: dict(sampler.window(t0, time.time()), ms=ms)})
+            for name in (CUDNN, FLASH, step4):
+                add(f"alone #{rep}", _timed(sampler, {name: cons[name]}, "blocks"))
             ms_c = statistics.median(triton.testing.do_bench(cons[CUDNN], warmup=5, rep=20, return_mode="all"))
             for other, fn in ((FLASH, cons[FLASH]), (step4, cons[step4]),
                               ("copy of the same length", _copy_like(ms_c)),
                               ("idle spin of the same length", _spin_like(ms_c))):
-                add(f"pair with {other[:20]} #{rep}", _timed(sampler, {CUDNN: cons[CUDNN], other: fn}))
-            add(f"as07 #{rep}", _timed(sampler, cons))
+                add(f"turns with {other[:20]} #{rep}", _timed(sampler, {CUDNN: cons[CUDNN], other: fn}, "turns"))
+            add(f"notebook 07's set, turns #{rep}", _timed(sampler, cons, "turns"))
+            add(f"notebook 07's set, blocks #{rep}", _timed(sampler, cons, "blocks"))
     finally:
         sampler.stop()
     return rows
@@ -134,7 +141,7 @@ def measure(repeat: int = 2) -> list:
 def main(argv=None) -> None:
     import argparse
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    p.add_argument("--out", default=None, help="write the rows as JSON here")
+    p.add_argument("--record", action="store_true", help=f"save the rows to results/<device>/{STEM}.json")
     p.add_argument("--repeat", type=int, default=2)
     args = p.parse_args(argv)
     from ..core.tier import detect
@@ -143,11 +150,9 @@ def main(argv=None) -> None:
         raise SystemExit(f"the study times the course's sm_90a kernels and cuDNN: it needs a Hopper GPU "
                          f"(tier {T.name}); nothing was run")
     rows = measure(args.repeat)
-    meta = {"device": T.device_name, "date": time.strftime("%Y-%m-%d %H:%M:%S"), "shape": list(SHAPE)}
-    if args.out:
-        with open(args.out, "w") as f:
-            json.dump({"meta": meta, "rows": rows}, f, indent=1)
-    print(json.dumps(meta), file=sys.stderr)
+    if args.record:
+        from ..core import results
+        print("saved", results.save(STEM, rows, command="python -m utils.day05.harness_study --record"))
 
 
 if __name__ == "__main__":
