@@ -3,6 +3,7 @@ the persistent tile loop with a TMA-store epilogue): wrong kernels a learner wri
 with the hint for ITS mistake (never another slip's), and right kernels written differently, each
 accepted. They run under the Triton interpreter on the CPU (on a GPU for real); accepted kernels
 are also compiled for sm_90a."""
+import os
 import re
 
 import pytest
@@ -16,6 +17,7 @@ import triton.language as tl  # noqa: E402,F401
 from jit_source import load_function, replace_each  # noqa: E402  (tests/jit_source.py)
 from utils.core.checks import CheckFailed  # noqa: E402
 from utils.day05 import gemm, persistent_check as pc  # noqa: E402
+from utils.triton_lang import isolated  # noqa: E402
 
 HEAD = '''\
 import triton
@@ -141,9 +143,19 @@ for i in tl.range(0, tl.cdiv(num_tiles - pid, NUM_PROGRAMS)):
 
 @pytest.mark.parametrize("body", RIGHT.values(), ids=RIGHT.keys())
 def test_persistent_accepts(body, capsys):
-    pc.check_persistent(kernel(body))
+    k = kernel(body)
+    pc.check_persistent(k)
     out = capsys.readouterr().out
-    assert re.search(r"\[persistent_kernel\] correct\..*each tile stored once.*TMA store", out), out
+    assert re.search(r"\[persistent_kernel\] correct\..*TMA store", out), out
+    # "each tile stored once" is claimed only where the interpreter recorded the stores (this
+    # process, the cpu tier); on a GPU, or in a child process, nothing is recorded
+    assert ("each tile stored once" in out) == pc.records_stores(k, T.device), out
+
+
+def test_stores_are_recorded_on_the_cpu_tier():
+    """The claim above is required on the cpu tier (in-process, under the interpreter)."""
+    k = kernel(SOLUTION)
+    assert pc.records_stores(k, T.device) == (not T.has_gpu and os.environ.get(isolated.ENV) != "1")
 
 
 def test_persistent_stub_and_malformed(capsys):
@@ -195,3 +207,25 @@ def test_compiled_path_reads_the_source(name, monkeypatch):
     import contextlib
     monkeypatch.setattr(pc, "_recording_stores", contextlib.contextmanager(lambda k: (yield None)))
     rejects(*WRONG[name])
+
+
+def test_fp16_accumulator_detector():
+    """The detector shared with v1's check: true for the planted fp16 accumulator only."""
+    from utils.day05 import v1_check
+    for name, (body, _) in WRONG.items():
+        assert v1_check.fp16_accumulator(body) == (name == "fp16 accumulator"), name
+    for name, body in RIGHT.items():
+        assert not v1_check.fp16_accumulator(body), name
+
+
+def test_gpu_faults_fail_with_the_hint_for_their_cause(monkeypatch):
+    """As on Hopper, where the kernel runs in a child process: a tile stored at its indices is an
+    illegal instruction (the TMA rule), a hang is reported as such; planted outcomes, no GPU."""
+    for fault, want in ((isolated.GpuFault("illegal instruction", "Triton Error [CUDA]: an illegal "
+                                           "instruction was encountered"), "16 bytes.*top-left"),
+                        (isolated.GpuFault("hang", "launch 1 still running 30 s after it started"),
+                         "does every loop end")):
+        monkeypatch.setattr(isolated, "launches", lambda *a, **k: iter([isolated.Outcome(fault, None, True)]))
+        with pytest.raises(CheckFailed, match=want) as e:
+            pc.check_persistent(kernel(edit((STORE, "c_desc.store([pid_m, pid_n], acc.to(c_desc.dtype))"))))
+        assert "separate process" in str(e.value) and "seed" in str(e.value)

@@ -148,3 +148,41 @@ def test_slip_emulations_differ_from_the_reference():
         ref = a.double() @ b.double()
         for make, hint in v1_check.V1_SLIPS:
             assert not v1_check._same(make(a, b, ref, BM, BN, BK), ref, {"atol": 1e-3, "rtol": 1e-3}), hint
+
+
+# ---- the fp16 accumulator, as Hopper's compiler refuses it (no GPU needed) ----
+
+FP16_ROWS = {"fp16 accumulator"}
+
+
+@pytest.mark.parametrize("body", [b for b, _ in WRONG.values()] + list(RIGHT.values()),
+                         ids=[f"wrong: {k}" for k in WRONG] + [f"right: {k}" for k in RIGHT])
+def test_fp16_accumulator_detector(body):
+    """True exactly for the kernels whose acc starts as a 16-bit tl.zeros (not for a product
+    converted with .to(tl.float16), nor for tl.float32 written any way)."""
+    fp16 = body in [WRONG[k][0] for k in FP16_ROWS]
+    assert v1_check.fp16_accumulator(SIG + "".join(f"    {line}\n" for line in body.splitlines())) == fp16
+
+
+@pytest.mark.parametrize("line,fp16", [
+    ("acc = tl.zeros((BM, BN), dtype=tl.float16)", True), ("acc = tl.zeros((BM, BN), tl.float16)", True),
+    ("acc = tl.zeros([BM, BN], dtype=tl.bfloat16)", True), ("acc = tl.full((BM, BN), 0, tl.float16)", True),
+    ("acc = tl.zeros((BM, BN), dtype=tl.float32)", False), ("acc = tl.zeros((BM, BN), tl.float32)", False),
+    ("acc = tl.zeros((BM, BN), dtype=tl.float32).to(tl.float16)", False), ("x = (BM, BN)", False)])
+def test_fp16_accumulator_detector_forms(line, fp16):
+    assert v1_check.fp16_accumulator(f"def k(BM, BN):\n    {line}\n") == fp16
+
+
+def test_fp16_accumulator_compile_error_gets_its_hint(monkeypatch):
+    """On Hopper (Triton 3.6) the fp16 accumulator is a CompilationError: the check's hint is
+    FP16_ACC, not the generic one (the error is planted: this Triton compiles it)."""
+    from utils.triton_lang import isolated
+    for message in ("expected accumulator dtype fp32, got fp16; pass out_dtype=fp16 to use this "
+                    "accumulator dtype",            # Triton's words
+                    "failed to legalize operation 'tt.dot'"):    # none the check knows: the source decides
+        error = isolated.raised("CompilationError", f"at 5:14:\n    acc = tl.dot(a, b, acc)\n   ^\n{message}")
+        monkeypatch.setattr(isolated, "launches", lambda *a, **k: iter([isolated.Outcome(error, None, True)]))
+        rejects(WRONG["fp16 accumulator"][0], "rounded to fp16")
+    with pytest.raises(CheckFailed, match="raised CompilationError") as e:
+        v1_check.check_v1(kernel(SOLUTION))             # fp32 acc: the generic hint, not FP16_ACC
+    assert v1_check.FP16_ACC not in str(e.value)

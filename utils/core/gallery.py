@@ -47,7 +47,8 @@ def provenance(doc: dict) -> str:
 # Files recorded by a notebook whose name they do not start with: 05's copy study moved to the
 # lab report 05b, and its files kept their names (the recordings are unchanged).
 RECORDED_BY = {"05_gemm_ladder_copy": "05b_ladder_lab_report",
-               "05_gemm_ladder_copy_1gib": "05b_ladder_lab_report"}
+               "05_gemm_ladder_copy_1gib": "05b_ladder_lab_report",
+               "07_harness_study": "05b_ladder_lab_report"}
 
 
 def source(stem: str) -> str:

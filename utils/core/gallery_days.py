@@ -154,4 +154,5 @@ ON_DEMAND = {
     "05_gemm_ladder_persistent": "05 §5, rung 6 in two changes",
     "08_below_ptx": "08, counters and the debugging lab's subprocesses",
     "08_below_ptx_emu_fidelity": "08 §2.7, the emulator and the GPU on the same small launches",
+    "07_harness_study": "the lab report 05b §3, cuDNN timed in turns, in blocks and by do_bench",
 }

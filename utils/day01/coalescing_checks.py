@@ -1,7 +1,9 @@
 """Day 1 coalescing exercises: how many 32-byte sectors a warp's accesses touch
 (:func:`check_sectors_per_warp`), and a Triton copy kernel whose warps must touch as few as
 possible (:func:`check_coalesced_copy`). Split from :mod:`utils.day01.checks`, which re-exports
-them; the conventions are the same.
+them; the conventions are the same. On a GPU the learner's copy kernel runs in a child process
+(:func:`utils.triton_lang.isolated.launches`): an access far outside its tensor stops the GPU,
+which then fails the check instead of this process's GPU.
 """
 from __future__ import annotations
 
@@ -12,6 +14,7 @@ import numpy as np
 from . import memory_model as mm
 from ..core.answers import answers, named_mistake, wrong_cases
 from ..core.checks import NOT_ATTEMPTED, check_array, fail, int_answer, not_attempted, passed
+from ..triton_lang import isolated
 
 sectors_per_warp_ref = mm.sectors_touched
 
@@ -65,17 +68,23 @@ def check_sectors_per_warp(fn) -> None:
     return passed(name, "stride 1: 4 sectors per warp of fp32; stride 8: 32.")
 
 
-def _copy_launch(kernel, device, n, block):
-    """Launch the copy with guard zones around x and y; return (x, y, guards intact, where)."""
+def _copy_buffers(device, n, block):
+    """(x, y, where, the launch's (grid, args, kwargs), x and y with their guard zones)."""
     import torch
     grid = -(-n // block)
     x_all = torch.randn(n + 2 * block, device=device)
     y_all = torch.full((n + 2 * block,), float("nan"), device=device)
     x, y = x_all[block:block + n], y_all[block:block + n]
     where = torch.full((grid * block,), -1, dtype=torch.int32, device=device)
-    kernel[(grid,)](x, y, where, n, BLOCK=block)
-    guards = bool(torch.isnan(y_all[:block]).all()) and bool(torch.isnan(y_all[block + n:]).all())
-    return x, y, guards, where.cpu().numpy()
+    return x, y, where, ((grid,), (x, y, where, n), {"BLOCK": block}), y_all
+
+
+def _source(kernel) -> str:
+    import inspect
+    try:
+        return getattr(kernel, "src", None) or inspect.getsource(kernel.fn)
+    except Exception:       # no source to read: the hint goes without it
+        return ""
 
 
 def check_coalesced_copy(kernel, device: str, block: int = 128) -> None:
@@ -85,9 +94,17 @@ def check_coalesced_copy(kernel, device: str, block: int = 128) -> None:
     sectors as possible."""
     import torch
     name = "copy_coalesced"
-    for i, (n, b) in enumerate(((1000, block), (8 * block, block), (1000, 2 * block))):
+    sizes = ((1000, block), (8 * block, block), (1000, 2 * block))
+    runs = [_copy_buffers(device, n, b) for n, b in sizes]
+    outcomes = isolated.launches(kernel, [r[3] for r in runs], device=device)
+    for i, ((n, b), (x, y, where, _, y_all), done) in enumerate(zip(sizes, runs, outcomes)):
         launched = f"kernel[({-(-n // b)},)](x, y, where, n={n}, BLOCK={b}), fp32"
-        x, y, guards, where = _copy_launch(kernel, device, n, b)
+        if isinstance(done.error, isolated.GpuFault):
+            fail(name, str(done.error), isolated.fault_hint(done.error, _source(kernel)), launched)
+        if done.error is not None:
+            raise done.error            # a compile error explains itself, as when it ran here
+        guards = bool(torch.isnan(y_all[:b]).all()) and bool(torch.isnan(y_all[b + n:]).all())
+        where = where.cpu().numpy()
         if bool(torch.isnan(y).all()):
             return not_attempted(name)
         hint = (f"it worked with BLOCK={block} but not with BLOCK={b}: use BLOCK, not a fixed size"

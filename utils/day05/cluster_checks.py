@@ -1,4 +1,4 @@
-"""Exercises 3 and 5 of ``day05_tma/05_gemm_ladder``, what multicast does in a cluster: the CTAs a
+"""Exercises 4 and 5 of ``day05_tma/05_gemm_ladder``, what multicast does in a cluster: the CTAs a
 consumer releases a shared-memory stage to (A multicast along the rows, B along the columns), and
 the bytes L2 must read to deliver a cluster's data with and without multicast. Re-exported by
 :mod:`utils.day05.ladder_checks`."""
@@ -10,7 +10,7 @@ from ..core.answers import answers, named_mistake, wrong_cases
 from ..core.checks import NOT_ATTEMPTED, fail, is_int, is_number, not_attempted, passed
 from ..cute_dsl.exercises import mcast_mask_ref
 
-# --- 3. release mask in a cluster ----------------------------------------------------------------
+# --- 4. release mask in a cluster ----------------------------------------------------------------
 # the notebook's 2 x 2, 1-D clusters both ways, and 2-D clusters that are not square, both ways
 # (there row-major and column-major ranks, and cm and cn, differ)
 RELEASE_CLUSTERS = [(2, 2), (2, 1), (1, 2), (4, 1), (1, 4), (2, 4), (4, 2), (1, 1)]

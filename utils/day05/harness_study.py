@@ -30,6 +30,7 @@ from ..core import bench
 
 SHAPE = (4, 16, 4096, 128)
 CUDNN, FLASH = "torch SDPA cuDNN", "torch SDPA flash"
+STEP4 = "4 + softmax overlapped with the PV GEMM"          # attention_measure.STEP_NAMES["overlap"]
 
 
 class Sampler:
@@ -105,6 +106,7 @@ def measure(repeat: int = 2) -> list:
         am.check_output(name, fn(), ref, v, torch.float16)
     del ref
     step4 = am.STEP_NAMES["overlap"]
+    assert step4 == STEP4, "harness_study.STEP4 must name attention_measure's step 4"
     flops = attention.flops(B, H, S, D, False)
     tf = lambda ms: flops / (ms * 1e-3) / 1e12                                   # noqa: E731
     sampler, rows = Sampler(), []

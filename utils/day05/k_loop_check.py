@@ -2,10 +2,13 @@
 (on the GPU, or in the interpreter) with its output poisoned with NaN and is compared with ``A @ B``;
 a wrong C is matched against the known slips (wrong tile origins, no accumulation, fp16
 accumulation), each emulated in float64. Split from :mod:`utils.day05.gemm_checks`, which
-re-exports it."""
+re-exports it. On a GPU the kernel runs in a child process
+(:func:`utils.triton_lang.isolated.launches`): a kernel that stops the GPU fails the check and
+leaves this process's GPU working."""
 from __future__ import annotations
 
 from . import gemm
+from ..triton_lang import isolated
 from ..core.checks import CheckFailed, fail, not_attempted, passed
 
 _A, _B = (lambda om, on, k, bk: (om, k)), (lambda om, on, k, bk: (k, on))
@@ -86,25 +89,23 @@ def _kernel_source(kernel) -> str:
         return ""
 
 
-def _k_loop_run(name, kernel, a, b, blocks, tier, launched):
-    """Launch ``kernel`` on A and B (output poisoned with NaN); return C. A raised error is
-    explained with a hint chosen from its message."""
-    import torch
+def _k_loop_call(a, b, c, blocks):
+    """(grid, args, kwargs) of one launch: host descriptors of A and B, the output's pointer."""
     import triton
-    from ..triton_lang.compat import tensor_descriptor_class
-    TD, (BM, BN, BK) = tensor_descriptor_class(), blocks
-    (M, K), N = a.shape, b.shape[1]
-    c = torch.full((M, N), float("nan"), dtype=torch.float16, device=tier.device)
-    try:
-        kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](TD.from_tensor(a, [BM, BK]),
-                                                         TD.from_tensor(b, [BK, BN]), c, M, N, K,
-                                                         BM=BM, BN=BN, BK=BK)
-    except Exception as e:  # a learner's kernel that does not compile explains itself
-        text = (str(e).strip().splitlines() or [""])[-1][:300]
-        fail(name, f"the kernel raised {type(e).__name__}: {text}",
-             next((h for key, h in K_ERROR_HINTS if key in text), "the error is in your loop body: "
-                  "A's tile (BM x BK) starts at [off_m, k], B's (BK x BN) at [k, off_n]"), launched)
-    return c
+    (M, K), N, (BM, BN, BK) = a.shape, b.shape[1], blocks
+    return ((triton.cdiv(M, BM), triton.cdiv(N, BN)),
+            (isolated.Desc(a, (BM, BK)), isolated.Desc(b, (BK, BN)), c, M, N, K), dict(BM=BM, BN=BN, BK=BK))
+
+
+def _k_loop_error(name, error, src, launched):
+    """Fail for a launch's error: a GPU fault with its hint, a raised error with the hint chosen
+    from its message."""
+    if isinstance(error, isolated.GpuFault):
+        fail(name, str(error), isolated.fault_hint(error, src), launched)
+    text = (str(error).strip().splitlines() or [""])[-1][:300]
+    fail(name, f"the kernel raised {type(error).__name__}: {text}",
+         next((h for key, h in K_ERROR_HINTS if key in text), "the error is in your loop body: "
+              "A's tile (BM x BK) starts at [off_m, k], B's (BK x BN) at [k, off_n]"), launched)
 
 
 def _k_loop_verdict(name, c, a, b, blocks, launched):
@@ -150,13 +151,18 @@ def check_k_loop(kernel, tier=None) -> None:
     # no size a multiple of its block; rows of A and B whole multiples of 16 bytes (TMA's rule)
     shapes = ((300, 200, 136), (200, 328, 104)) if tier.has_gpu else ((100, 72, 80), (48, 136, 72))
     gen = torch.Generator().manual_seed(35)
+    runs = []
     for run, (M, N, K) in enumerate(shapes):
         a, b = ((torch.randn(M, K, generator=gen).half(), torch.randn(K, N, generator=gen).half())
                 if run == 0 else _cancelling(M, N, K, blocks[2], gen))
         a, b = a.to(tier.device), b.to(tier.device)
-        launched = (f"{M}x{N}x{K} fp16{' (K steps 1 and 2 nearly cancel)' if run else ''}, blocks "
-                    f"BM={blocks[0]} BN={blocks[1]} BK={blocks[2]}, output pre-filled with NaN")
-        c = _k_loop_run(name, kernel, a, b, blocks, tier, launched)
+        c = torch.full((M, N), float("nan"), dtype=torch.float16, device=tier.device)
+        runs.append((a, b, c, f"{M}x{N}x{K} fp16{' (K steps 1 and 2 nearly cancel)' if run else ''}, blocks "
+                     f"BM={blocks[0]} BN={blocks[1]} BK={blocks[2]}, output pre-filled with NaN"))
+    outcomes = isolated.launches(kernel, [_k_loop_call(a, b, c, blocks) for a, b, c, _ in runs], device=tier.device)
+    for run, ((a, b, c, launched), done) in enumerate(zip(runs, outcomes)):
+        if done.error is not None:      # a learner's kernel that does not compile explains itself
+            _k_loop_error(name, done.error, _kernel_source(kernel), launched)
         if run == 0 and bool(torch.isnan(c).all()):
             src = _kernel_source(kernel)
             if "nan" in src.replace("'", '"') and ".load(" in src:

@@ -2,20 +2,25 @@
 
 1. :func:`check_register_split` — the ``setmaxnreg`` targets of a warp-specialized kernel: the
    most registers per consumer thread that the rules of ``setmaxnreg`` and the register file allow.
-2. :func:`check_pingpong` — the ordering-barrier calls of the two ping-pong consumer warpgroups,
+2. The role split of rungs 3–4 (``warp_roles``, a CuteDSL kernel step) is checked in
+   :mod:`utils.cute_dsl.rung_check` (``check_warp_roles``), which the notebook imports itself; it
+   is not re-exported here.
+3. :func:`check_pingpong` — the ordering-barrier calls of the two ping-pong consumer warpgroups,
    run in a small discrete-event model of ``PipelineOrder(depth=2, length=2)``
    (:func:`simulate_pingpong`; in :mod:`utils.day05.pingpong_check`).
-3. :func:`check_release_mask` — the CTAs a consumer releases a shared-memory stage to in a cluster
+4. :func:`check_release_mask` — the CTAs a consumer releases a shared-memory stage to in a cluster
    with multicast of A along the rows and of B along the columns (:mod:`utils.day05.cluster_checks`).
-4. :func:`check_null_verdict` — whether a copy is faster than memcpy, slower, or no different,
-   from its per-round times, memcpy's, and those of memcpy timed a second time (the null result;
-   :mod:`utils.day05.null_check`).
 5. :func:`check_l2_reads` — the bytes L2 must read to deliver a cluster's data, each CTA loading
    for itself (less what the hardware merged) or through multicast, and so when multicast saves
    L2 reads at all (:mod:`utils.day05.cluster_checks`).
 
+Also here, for the lab report ``05b_ladder_lab_report`` (its Exercise 1, Exercise 4 of 05 before
+the split): :func:`check_null_verdict` — whether a copy is faster than memcpy, slower, or no
+different, from its per-round times, memcpy's, and those of memcpy timed a second time (the null
+result; :mod:`utils.day05.null_check`).
+
 Exercise 1 lives here; the others in the modules named, whose names this module re-exports (the
-notebook calls them all as ``ladder_checks.check_*``).
+notebooks call them all as ``ladder_checks.check_*``, except Exercise 2's).
 """
 from __future__ import annotations
 

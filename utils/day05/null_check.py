@@ -1,4 +1,4 @@
-"""Exercise 4 of ``day05_tma/05_gemm_ladder``: is a copy faster than memcpy, slower, or no
+"""Exercise 1 of ``day05_tma/05b_ladder_lab_report`` (Exercise 4 of 05 before the lab report split): is a copy faster than memcpy, slower, or no
 different? Judged round by round against memcpy AND memcpy timed a second time (the null result:
 with nothing changed it reads about 1% faster). Re-exported by :mod:`utils.day05.ladder_checks`."""
 from __future__ import annotations
@@ -10,7 +10,7 @@ import numpy as np
 from ..core.answers import answers, named_mistake
 from ..core.checks import NOT_ATTEMPTED, fail, is_number, not_attempted, passed
 
-# --- 4. faster than memcpy, against the null result ------------------------------------------------
+# --- 05b, Exercise 1: faster than memcpy, against the null result ------------------------------------------------
 VERDICTS = ("faster", "slower", "no difference")
 
 

@@ -18,7 +18,13 @@ right values) is caught (on a GPU, where nothing is recorded, the AST below catc
 tier the kernel's AST must hold a tile loop that steps by ``NUM_PROGRAMS`` and a descriptor
 ``.store``; and the kernel compiled for ``sm_90a`` with the
 Hopper configuration must issue ``cp.async.bulk.tensor`` from shared to global (the store; a
-compile, on any machine: the hardware run of that code happens on Hopper)."""
+compile, on any machine: the hardware run of that code happens on Hopper).
+
+On a GPU the kernel runs in a child process (:func:`utils.triton_lang.isolated.launches`): a tile
+stored at its indices instead of its offsets is a TMA copy off the 16-byte grid, an illegal
+instruction that would otherwise stop this process's GPU for good; the check then fails with the
+TMA rule (:func:`utils.day05.v1_check.explain_error`). Stores are recorded only where the kernel
+runs in this process under the interpreter (:func:`records_stores`)."""
 from __future__ import annotations
 
 import ast
@@ -26,12 +32,12 @@ import collections
 import contextlib
 import inspect
 import random
-import re
 import textwrap
 
 from . import gemm
+from ..triton_lang import isolated
 from .k_loop_check import K_ERROR_HINTS, K_SLIPS, _cancelling, _kernel_source, k_loop_emulated
-from .v1_check import FP16_ACC, V1_SLIPS, _guarded_output, _same, mismatch
+from .v1_check import FP16_ACC, V1_SLIPS, _guarded_output, _outside, _same, explain_error, mismatch
 from ..core.checks import fail, not_attempted, passed
 
 NAME = "persistent_kernel"
@@ -149,30 +155,17 @@ def _recording_stores(kernel):
         del builder.create_descriptor_store        # the class's method again
 
 
-def _run(kernel, a, b, blocks, P, device, launched):
-    """Launch the learner's kernel on NUM_PROGRAMS = P programs; return (C, whether it stored
-    outside C, the descriptor stores recorded or None)."""
-    import torch
-    from ..triton_lang.compat import set_device_allocator, tensor_descriptor_class
-    TD, (BM, BN, BK) = tensor_descriptor_class(), blocks
-    (M, K), N = a.shape, b.shape[1]
-    buf, guard, c = _guarded_output(M, N, BM, BN, device)
-    set_device_allocator(device)            # C's device-side descriptor needs global scratch
-    with _recording_stores(kernel) as stores:
-        try:
-            kernel[(P,)](TD.from_tensor(a, [BM, BK]), TD.from_tensor(b, [BK, BN]), c, M, N, K,
-                         BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M, NUM_PROGRAMS=P)
-        except Exception as e:  # a learner's kernel that does not compile explains itself
-            words = [line for line in str(e).strip().splitlines() if re.search(r"[A-Za-z]", line)]
-            text = (words or [""])[-1][:300]
-            fp16_acc = re.search(r"zeros\([^)]*(float16|fp16)", getattr(kernel, "src", "") or "")
-            fail(NAME, f"the kernel raised {type(e).__name__}: {text}", FP16_ACC if fp16_acc else
-                 next((h for key, h in ERROR_HINTS + K_ERROR_HINTS if key in text),
-                      "read the message: A's tile comes from a_desc.load([off_m, k]), B's from "
-                      "b_desc.load([k, off_n]), C's descriptor from tl.make_tensor_descriptor(c_ptr, "
-                      "shape=[M, N], strides=[N, 1], block_shape=[BM, BN])"), launched)
-    outside = bool((~torch.isnan(torch.cat([buf[:guard], buf[guard + M * N:]]))).any())
-    return c.clone(), outside, stores
+def records_stores(kernel, device) -> bool:
+    """Whether a run of ``kernel`` on ``device`` records its descriptor stores: only in this
+    process, under the interpreter (:func:`_recording_stores`)."""
+    return type(kernel).__name__ == "InterpretedFunction" and isolated.in_process(kernel, device)
+
+
+def _call(a, b, c, blocks, P):
+    """(grid, args, kwargs) of one launch on NUM_PROGRAMS = P programs."""
+    (M, K), N, (BM, BN, BK) = a.shape, b.shape[1], blocks
+    return ((P,), (isolated.Desc(a, (BM, BK)), isolated.Desc(b, (BK, BN)), c, M, N, K),
+            dict(BM=BM, BN=BN, BK=BK, GROUP_M=GROUP_M, NUM_PROGRAMS=P))
 
 
 def _repeated(stores):
@@ -278,16 +271,31 @@ def check_persistent(kernel, tier=None, seed=None) -> None:
     blocks, src = BLOCKS[tier.has_gpu], _kernel_source(kernel)
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     gen = torch.Generator().manual_seed(seed)
+    from ..triton_lang.compat import set_device_allocator
+    set_device_allocator(tier.device)       # C's device-side descriptor needs global scratch
+    runs = []
     for run, (M, N, K, P) in enumerate(RUNS[tier.has_gpu]):
         a, b = ((torch.randn(M, K, generator=gen).half(), torch.randn(K, N, generator=gen).half())
                 if run == 0 else _cancelling(M, N, K, blocks[2], gen))
         a, b = a.to(tier.device), b.to(tier.device)
         tiles = -(-M // blocks[0]) * -(-N // blocks[1])
+        buf, guard, c = _guarded_output(M, N, blocks[0], blocks[1], tier.device)
         launched = (f"{M}x{N}x{K} fp16{' (K steps 1 and 2 nearly cancel)' if run else ''}, seed {seed}, "
                     f"blocks BM={blocks[0]} BN={blocks[1]} BK={blocks[2]}, GROUP_M={GROUP_M}, "
                     f"{tiles} tiles on NUM_PROGRAMS={P} programs, C pre-filled with NaN")
-        c, outside, stores = _run(kernel, a, b, blocks, P, tier.device, launched)
-        if outside:
+        runs.append((a, b, buf, guard, c, P, tiles, launched))
+    outcomes = isolated.launches(kernel, [_call(a, b, c, blocks, P) for a, b, _, _, c, P, _, _ in runs],
+                                 device=tier.device, around=lambda: _recording_stores(kernel))
+    recorded = False
+    for run, ((a, b, buf, guard, c, P, tiles, launched), done) in enumerate(zip(runs, outcomes)):
+        if done.error is not None:      # a learner's kernel that does not compile explains itself
+            explain_error(NAME, done.error, src, launched, ERROR_HINTS + K_ERROR_HINTS,
+                          "read the message: A's tile comes from a_desc.load([off_m, k]), B's from "
+                          "b_desc.load([k, off_n]), C's descriptor from tl.make_tensor_descriptor(c_ptr, "
+                          "shape=[M, N], strides=[N, 1], block_shape=[BM, BN])")
+        stores = done.recorded
+        recorded = stores is not None
+        if _outside(buf, guard, c.numel()):
             fail(NAME, "your kernel stored outside C (the NaN guard around it changed)",
                  TL_STORE, launched)
         if run == 0 and bool(torch.isnan(c).all()):
@@ -296,7 +304,7 @@ def check_persistent(kernel, tier=None, seed=None) -> None:
             fail(NAME, "every element of C is still NaN", "store each tile: c_desc.store([off_m, "
                  "off_n], acc.to(c_desc.dtype)); does the tile loop run at all (it starts at "
                  "tl.program_id(0))? is acc ever NaN (a leftover stub line)?", launched)
-        _verdict(c, a, b, blocks, P, launched, passed_before=run > 0)
+        _verdict(c.clone(), a, b, blocks, P, launched, passed_before=run > 0)
         twice = _repeated(stores)
         if twice:
             (r, col), n = next(iter(twice.items()))
@@ -313,6 +321,6 @@ def check_persistent(kernel, tier=None, seed=None) -> None:
              f"stores, {n['TMA load']} TMA loads and {n['wgmma']} wgmma", TL_STORE if not n["TMA store"]
              else "load A's and B's tiles with their descriptors and multiply them with tl.dot", launched)
     return passed(NAME, f"C = A @ B at {len(RUNS[tier.has_gpu])} shapes on fewer programs than tiles "
-                  f"(seed {seed}){', each tile stored once' if stores is not None else ''}; for "
+                  f"(seed {seed}){', each tile stored once' if recorded else ''}; for "
                   f"sm_90a it compiles to {n['TMA load']} TMA loads, {n['TMA store']} TMA store "
                   f"(cp.async.bulk.tensor, shared to global) and {n['wgmma']} wgmma.")

@@ -1,4 +1,4 @@
-"""Exercise 2 of ``day05_tma/05_gemm_ladder``: the ordering-barrier calls of the two ping-pong
+"""Exercise 3 of ``day05_tma/05_gemm_ladder``: the ordering-barrier calls of the two ping-pong
 consumer warpgroups, run in a small discrete-event model of ``PipelineOrder(depth=2, length=2)``
 (:func:`simulate_pingpong`): the mainloops must take turns, the epilogues too, and each epilogue
 must hide under the other warpgroup's mainloop. Re-exported by :mod:`utils.day05.ladder_checks`."""
@@ -11,7 +11,7 @@ import numpy as np
 from ..core.answers import answers
 from ..core.checks import NOT_ATTEMPTED, fail, is_int, is_number, not_attempted, passed
 
-# --- 2. ping-pong ordering barrier ---------------------------------------------------------------
+# --- 3. ping-pong ordering barrier ---------------------------------------------------------------
 PINGPONG_EVENTS = ("wait", "arrive", "mainloop", "epilogue")
 # (warpgroup 0's tiles, warpgroup 1's tiles): WG0 takes the first tile, so it has as many or one more;
 # up to 8 + 7 so that turns that drift apart over many tiles show

@@ -10,7 +10,12 @@ wrong C is matched against the slips a learner writes, each emulated in float64 
 loop, :data:`utils.day05.k_loop_check.K_SLIPS`, and :data:`V1_SLIPS`). Then what the values cannot
 show: the K loop reads both operands through their descriptors (the kernel's AST), and the kernel
 compiled for ``sm_90a`` with the Hopper configuration issues ``cp.async.bulk.tensor`` and ``wgmma``
-(a compile, on any machine: the hardware run of that code happens on Hopper)."""
+(a compile, on any machine: the hardware run of that code happens on Hopper).
+
+On a GPU the kernel runs in a child process (:func:`utils.triton_lang.isolated.launches`): a wrong
+TMA coordinate is an illegal instruction that would otherwise stop this process's GPU for good;
+then the check fails naming the fault (:func:`explain_error`). On the cpu tier it runs in this
+process under the interpreter."""
 from __future__ import annotations
 
 import ast
@@ -20,6 +25,7 @@ import re
 import textwrap
 
 from . import gemm
+from ..triton_lang import isolated
 from .k_loop_check import K_ERROR_HINTS, K_SLIPS, _cancelling, _kernel_source, k_loop_emulated
 from ..core.checks import CheckFailed, fail, not_attempted, passed
 
@@ -38,6 +44,56 @@ HARD_CODED = ("right at the first shape, wrong at this one: is a size written as
 # by rounding); Hopper's compiler may refuse an fp16 accumulator outright (a CompilationError)
 FP16_ACC = ("something is rounded to fp16 before the sum ends: keep acc in fp32 "
             "(tl.zeros(..., dtype=tl.float32), acc = tl.dot(a, b, acc)) and convert once, at the store")
+
+
+FP16_NAMES = {"float16", "fp16", "bfloat16", "bf16", "half"}
+
+
+def fp16_accumulator(src: str) -> bool:
+    """The kernel's source makes a 16-bit float tile with ``tl.zeros`` (or ``tl.full``): a
+    ``dtype`` keyword, or the positional dtype (``zeros(shape, dtype)``, ``full(shape, value,
+    dtype)``), naming float16 / fp16 / bfloat16. Read with ``ast``: a shape tuple's parentheses
+    inside the call cannot hide the dtype."""
+    try:
+        tree = ast.parse(textwrap.dedent(src or ""))
+    except SyntaxError:
+        return False
+
+    def sixteen(node) -> bool:
+        if isinstance(node, ast.Attribute):
+            return node.attr in FP16_NAMES
+        if isinstance(node, ast.Name):
+            return node.id in FP16_NAMES
+        return isinstance(node, ast.Constant) and node.value in FP16_NAMES
+
+    for call in (n for n in ast.walk(tree) if isinstance(n, ast.Call)):
+        f = call.func
+        fname = f.attr if isinstance(f, ast.Attribute) else f.id if isinstance(f, ast.Name) else ""
+        if fname not in ("zeros", "full"):
+            continue
+        at = 1 if fname == "zeros" else 2
+        dtype = next((k.value for k in call.keywords if k.arg == "dtype"),
+                     call.args[at] if len(call.args) > at else None)
+        if dtype is not None and sixteen(dtype):
+            return True
+    return False
+
+
+def explain_error(name, error, src, launched, hints, default) -> None:
+    """Fail for a launch's ``error``: a :class:`~utils.triton_lang.isolated.GpuFault` (the kernel
+    stopped the GPU in its child process, or hung) with the hint for its cause; a raised
+    exception with :data:`FP16_ACC` if its message is about the accumulator's dtype (Hopper's
+    compiler refuses an fp16 one), else the hint of the first ``(key, hint)`` of ``hints`` whose
+    key is in the message, else :data:`FP16_ACC` if the source accumulates in 16 bits
+    (:func:`fp16_accumulator`), else ``default``."""
+    if isinstance(error, isolated.GpuFault):
+        fail(name, str(error), isolated.fault_hint(error, src), launched)
+    words = [line for line in str(error).strip().splitlines() if re.search(r"[A-Za-z]", line)]
+    text = (words or [""])[-1][:300]          # the message, not the caret line under the source
+    keyed = next((h for key, h in hints if key in text), None)
+    fail(name, f"the kernel raised {type(error).__name__}: {text}",
+         FP16_ACC if "accumulator dtype" in text or (keyed is None and fp16_accumulator(src)) else
+         keyed or default, launched)
 
 
 def _emulate_loop(a, b, BM, BN, BK, steps):
@@ -97,30 +153,18 @@ def _guarded_output(M, N, BM, BN, device):
     return buf, guard, buf[guard:guard + M * N].view(M, N)
 
 
-def _run(name, kernel, a, b, blocks, device, launched):
-    """Launch the learner's kernel; return (C, whether it stored outside C)."""
-    import torch
+def _call(a, b, c, blocks):
+    """(grid, args, kwargs) of one v1 launch: host descriptors of A and B, C's pointer."""
     import triton
-    from ..triton_lang.compat import tensor_descriptor_class
-    TD, (BM, BN, BK) = tensor_descriptor_class(), blocks
-    (M, K), N = a.shape, b.shape[1]
-    buf, guard, c = _guarded_output(M, N, BM, BN, device)
-    try:
-        kernel[(triton.cdiv(M, BM), triton.cdiv(N, BN))](TD.from_tensor(a, [BM, BK]),
-                                                         TD.from_tensor(b, [BK, BN]), c, M, N, K,
-                                                         BM=BM, BN=BN, BK=BK)
-    except Exception as e:  # a learner's kernel that does not compile explains itself
-        words = [line for line in str(e).strip().splitlines() if re.search(r"[A-Za-z]", line)]
-        text = (words or [""])[-1][:300]          # the message, not the caret line under the source
-        fp16_acc = re.search(r"zeros\([^)]*(float16|fp16)", getattr(kernel, "src", "") or "")
-        fail(name, f"the kernel raised {type(e).__name__}: {text}",
-             FP16_ACC if fp16_acc else
-             next((h for key, h in K_ERROR_HINTS if key in text), "read the message: A's tile "
-                  "(BM x BK) comes from its descriptor, a_desc.load([off_m, k]), and B's (BK x BN) "
-                  "from b_desc.load([k, off_n])"),
-             launched)
-    outside = bool((~torch.isnan(torch.cat([buf[:guard], buf[guard + M * N:]]))).any())
-    return c.clone(), outside
+    (M, K), N, (BM, BN, BK) = a.shape, b.shape[1], blocks
+    return ((triton.cdiv(M, BM), triton.cdiv(N, BN)),
+            (isolated.Desc(a, (BM, BK)), isolated.Desc(b, (BK, BN)), c, M, N, K), dict(BM=BM, BN=BN, BK=BK))
+
+
+def _outside(buf, guard, n) -> bool:
+    """A store landed in the NaN guard around C (``n`` elements after ``guard``)."""
+    import torch
+    return bool((~torch.isnan(torch.cat([buf[:guard], buf[guard + n:]]))).any())
 
 
 def mismatch(name, c, a, b, launched):
@@ -219,15 +263,22 @@ def check_v1(kernel, tier=None, seed=None) -> None:
     blocks, src = BLOCKS[tier.has_gpu], _kernel_source(kernel)
     seed = random.SystemRandom().randrange(2**31) if seed is None else seed
     gen = torch.Generator().manual_seed(seed)
+    runs = []
     for run, (M, N, K) in enumerate(SHAPES[tier.has_gpu]):
         a, b = ((torch.randn(M, K, generator=gen).half(), torch.randn(K, N, generator=gen).half())
                 if run == 0 else _cancelling(M, N, K, blocks[2], gen))
         a, b = a.to(tier.device), b.to(tier.device)
+        buf, guard, c = _guarded_output(M, N, blocks[0], blocks[1], tier.device)
         launched = (f"{M}x{N}x{K} fp16{' (K steps 1 and 2 nearly cancel)' if run else ''}, seed "
-                    f"{seed}, blocks BM={blocks[0]} BN={blocks[1]} BK={blocks[2]}, C pre-filled "
-                    "with NaN")
-        c, outside = _run(name, kernel, a, b, blocks, tier.device, launched)
-        if outside:
+                    f"{seed}, blocks BM={blocks[0]} BN={blocks[1]} BK={blocks[2]}, C pre-filled with NaN")
+        runs.append((a, b, buf, guard, c, launched))
+    outcomes = isolated.launches(kernel, [_call(a, b, c, blocks) for a, b, _, _, c, _ in runs], device=tier.device)
+    for run, ((a, b, buf, guard, c, launched), done) in enumerate(zip(runs, outcomes)):
+        if done.error is not None:      # a learner's kernel that does not compile explains itself
+            explain_error(name, done.error, src, launched, K_ERROR_HINTS, "read the message: A's tile "
+                          "(BM x BK) comes from its descriptor, a_desc.load([off_m, k]), and B's (BK x BN) "
+                          "from b_desc.load([k, off_n])")
+        if _outside(buf, guard, c.numel()):
             fail(name, "your kernel stored outside C (the NaN guard around it changed)", "a pointer "
                  "store is not clipped like a descriptor load: mask it with (rm[:, None] < M) & "
                  "(rn[None, :] < N)", launched)
@@ -237,7 +288,7 @@ def check_v1(kernel, tier=None, seed=None) -> None:
             fail(name, "every element of C is still NaN", "store each program's tile: tl.store("
                  "c_ptr + rm[:, None] * N + rn[None, :], acc.to(...), mask=...); is acc ever "
                  "NaN (a leftover stub line)?", launched)
-        _verdict(name, c, a, b, blocks, launched, passed_before=run > 0)
+        _verdict(name, c.clone(), a, b, blocks, launched, passed_before=run > 0)
     if src and not _loads_in_loop(src, params):
         fail(name, "C is right, but the K loop does not read A and B through their descriptors",
              f"inside the loop, {params[0]}.load([off_m, k]) and {params[1]}.load([k, off_n])")
