@@ -211,7 +211,7 @@ def measure_skinny(shapes=None, dtypes=("float16", "bfloat16"), reps=60, seed=0,
             b = bench.randn((K, N), dtype, "cuda", seed=seed + 2 * i + 1)
             graphs, cfgs, worst = _graphs(a, b, sms)
             got = bench.compare(lambda: (), graphs, reference=CUBLAS, metric="TFLOP/s", amount=2 * M * N * K,
-                                shape=(M, N, K), dtype=dt, reps=reps, flush_by=flush_by)
+                                shape=(M, N, K), dtype=dt, reps=reps, flush_by=flush_by, do_bench=True)
             for r in got:
                 cfg = cfgs[r["name"]]
                 r.update(launch="CUDA graph replay", config=dict(cfg), hbm_gbps=gbps, err_over_bound=worst[r["name"]],
@@ -341,7 +341,7 @@ def measure_grouped(mixes=None, dtype="bfloat16", reps=30, seed=0) -> list:
                 fn().fill_(float("nan"))
             check_grouped(name, fn(), a, b, sizes)
         got = bench.compare(lambda: (), cons, reference=LOOP, metric="TFLOP/s", amount=2 * sum(sizes) * K * N,
-                            shape=(sum(sizes), N, K), dtype=dtype, reps=reps)
+                            shape=(sum(sizes), N, K), dtype=dtype, reps=reps, do_bench=True)
         for r in got:
             r.update(mix=mix, groups=G, sizes=sizes, launches=G if r["name"] in (LOOP, GRAPH) else 1)
         rows += got
