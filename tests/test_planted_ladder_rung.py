@@ -74,6 +74,8 @@ RIGHT = {
          "    producer = wg == 0\n    if producer:\n        if cutlass.const_expr(self.realloc):\n"
          "            cute.arch.setmaxregister_decrease(gemm_ws.LOAD_REGS)"),
         ("cute.arch.setmaxregister_increase(232)", "cute.arch.setmaxregister_increase(gemm_ws.MMA_REGS)")),
+    "warp 3 loads, consumers first by their own test": but(
+        ("        if warp == 0:\n", "        if warp == 3:\n"), ("    if wg > 0:\n", "    if wg == 1 or wg == 2:\n")),
     "state made by every thread, for-loop over tiles, tile_loads per k-tile": HEAD + """\
     prod = pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)
     if wg == 0:
@@ -109,12 +111,14 @@ WRONG = {
                                 r"(?s)only warp 0 of the producer warpgroup runs.*\.sync\.aligned"),
     "too many registers asked": (but(("increase(232)", "increase(240)")),
                                  r"(?s)dec 40 / .inc 240.*66560 > 64512"),
+    "the SM's 65536 as the pool (32 / 240)": (but(("decrease(40)", "decrease(32)"), ("increase(232)", "increase(240)")),
+                                              r"(?s)65536 > 64512: it waits forever \(the SM has 65536, but the pool"),
     "count not a multiple of 8": (but(("decrease(40)", "decrease(36)")), "multiple of 8 from 24 to 256"),
     "producer branch on warpgroup 1": (but(("if wg == 0:", "if wg == 1:"), ("if wg > 0:", "if wg != 1:")),
                                        r"(?s)no warp load\(s\), warps 0, 1, 2, 3, 8, 9, 10, 11 consume.*warpgroup 0 \(wg == 0"),
     "one consumer warpgroup only": (but(("if wg > 0:", "if wg == 1:")), "only warps 4-7 call consume"),
     "every producer warp loads": (but(("        if warp == 0:\n", "        if True:\n")),
-                                  r"(?s)warps 0-3 issue loads.*one warp \(warp 0\)"),
+                                  r"(?s)warps 0-3 issue loads.*one warp \(warp 0, say\)"),
     "dec after the loads": (but(("        cute.arch.setmaxregister_decrease(40)\n        if warp == 0:\n",
                                  "        if warp == 0:\n"),
                                 ("            pipe.producer_tail(prod)\n",
@@ -129,7 +133,28 @@ WRONG = {
                                 "self.stages)\n")),
                            "makes 3 producer states"),
     "tiles from 0, one apart": (but(("tile = self.first_tile()", "tile = 0"), ("tile += self.tile_step()", "tile += 1")),
-                                r"loads tiles \[0, 1, 2, 3, 4, 5, 6, 7\]"),
+                                r"loads tiles \[0, 1, 2, 3, 4, 5, 6, 7, 8, 9\]"),
+    "tile <= tiles": (but(("while tile < tiles:", "while tile <= tiles:")),
+                      r"(?s)loads tiles \[1, 4, 7, 10\], the cluster's are \[1, 4, 7\].*past the last tile"),
+    "count set by hand (read-only)": (but(("prod.reset_count()", "prod.count = 0")),
+                                      r"(?s)does not compile: property 'count'.*read-only: prod.reset_count\(\)"),
+    "reset inside the k-tile loop": (but(("                prod.reset_count()\n"
+                                          "                for _ in cutlass.range(k_tiles, unroll=1):\n",
+                                          "                for _ in cutlass.range(k_tiles, unroll=1):\n"
+                                          "                    prod.reset_count()\n")),
+                                     r"(?s)copies k-tile 0.*once per tile, before its k-tile loop"),
+    "a consumer state for the producer": (but(("PipelineUserType.Producer", "PipelineUserType.Consumer")),
+                                          r"(?s)first load waits on phase 0.*Producer\) starts at phase 1"),
+    "four stages typed in": (but(("PipelineUserType.Producer, self.stages)", "PipelineUserType.Producer, 4)")),
+                             r"(?s)loads into stage 2 of a ring of 2.*self.stages"),
+    "self. forgotten": (but(("tile = self.first_tile()", "tile = first_tile()")),
+                        r"(?s)name 'first_tile' is not defined.*is the kernel's: self.first_tile\(\)"),
+    "tile_step without its call": (but(("tile += self.tile_step()", "tile += self.tile_step")),
+                                   r"(?s)'Int32' and 'method'.*without calling it"),
+    "consumers loop over the tiles": (but(("        consume()\n", "        tile = self.first_tile()\n"
+                                           "        while tile < tiles:\n            consume()\n"
+                                           "            tile += self.tile_step()\n")),
+                                      r"(?s)warps 4-11 call consume\(\) more than once.*call it once"),
     "no producer_tail": (but(("            pipe.producer_tail(prod)\n", "")), "never calls pipe.producer_tail"),
     "tail inside the tile loop": (but(("                tile += self.tile_step()\n            pipe.producer_tail(prod)\n",
                                        "                tile += self.tile_step()\n                pipe.producer_tail(prod)\n")),

@@ -95,7 +95,9 @@ def register_problems(logs) -> list:
         return [(f"setmaxnreg.inc {c} in the consumers", f".inc may only raise the count, from the launch's "
                  f"{LAUNCH_REGS}: the consumers go up (the rung's 232)")]
     if 128 * p + 256 * c > POOL:
-        return [(f"setmaxnreg.dec {p} / .inc {c}", _HANG.format(p=p, c=c, total=128 * p + 256 * c))]
+        return [(f"setmaxnreg.dec {p} / .inc {c}", _HANG.format(p=p, c=c, total=128 * p + 256 * c) + (
+            " (the SM has 65536, but the pool is only what this CTA was launched with)"
+            if 128 * p + 256 * c <= 65536 else ""))]
     for w, kind, why in [(w, "dec", _FIRST_DEC) for w in prod] + [(w, "inc", _FIRST_INC) for w in cons]:
         first = next(e for e in logs[w] if e[0] != "new state")     # making a state costs no registers
         if first[0] != kind:
@@ -119,14 +121,14 @@ def role_problems(logs) -> list:
         return [(f"{_warps(twice)} call consume() more than once", "consume() is the consumers' whole loop "
                  "(every tile): call it once")]
     if not loaders:
-        return [("no warp issues a load", "warp 0 of the producer warpgroup calls load(prod) for every "
-                 "k-tile of every tile of this cluster")]
-    if loaders != [0]:
-        return [(f"{_warps(loaders)} issue loads", "one warp (warp 0) issues every load: each warp's "
+        return [("no warp issues a load", "one warp of the producer warpgroup (warp 0, say) calls load(prod) "
+                 "for every k-tile of every tile of this cluster")]
+    if len(loaders) > 1:
+        return [(f"{_warps(loaders)} issue loads", "one warp (warp 0, say) issues every load: each warp's "
                  "load(prod) acquires the stage and arms its barrier again, for bytes that are copied once")]
-    tails = [w for w in range(1, 12) if any(e[0] == "pipe" for e in logs[w])]
+    tails = [w for w in range(12) if w != loaders[0] and any(e[0] == "pipe" for e in logs[w])]
     if tails:
-        return [(f"{_warps(tails)} call the pipe too", "only the loading warp (warp 0) calls "
+        return [(f"{_warps(tails)} call the pipe too", f"only the loading warp (warp {loaders[0]}) calls "
                  "pipe.producer_tail(prod), with the state its loads advanced: the tail waits for the "
                  "release of those stages (another warp's fresh state would arm and wait on stages of its own)")]
     extra = {e[1] for w in range(12) for e in logs[w] if e[0] == "pipe" and e[1] != "producer_tail"}
@@ -137,8 +139,14 @@ def role_problems(logs) -> list:
     return []
 
 
-def load_problems(log) -> list:
-    """(what is wrong, hint) about warp 0's loads and tail, against :func:`rung_sim.expected_loads`."""
+def loader(logs) -> int:
+    """The warp that loads (the first producer warp with a load; warp 0 if none)."""
+    return next((w for w in range(4) if any(e[0] == "load" for e in logs[w])), 0)
+
+
+def load_problems(log, warp: int = 0) -> list:
+    """(what is wrong, hint) about the loading warp's loads and tail, against
+    :func:`rung_sim.expected_loads`."""
     want, final = sim.expected_loads()
     got = [e for e in log if e[0] == "load"]
     if any(len(e) != 5 for e in got):
@@ -146,33 +154,49 @@ def load_problems(log) -> list:
                  "by pipeline.make_pipeline_state(pipeline.PipelineUserType.Producer, self.stages)")]
     tiles = list(dict.fromkeys(e[1] for e in got))
     right = list(range(sim.FIRST, sim.TILES, sim.STEP))
+    if tiles[:len(right)] == right and min(tiles[len(right):], default=0) >= sim.TILES:
+        return [(f"warp {warp} loads tiles {tiles}, the cluster's are {right} (below {sim.TILES})",
+                 "while tile < tiles: tile number `tiles` is past the last tile; no consumer reads it, and the "
+                 "producer waits forever for its stages to be released")]
     if tiles != right:
-        return [(f"warp 0 loads tiles {tiles} of a cluster whose tiles are {right} (first {sim.FIRST}, "
+        return [(f"warp {warp} loads tiles {tiles} of a cluster whose tiles are {right} (first {sim.FIRST}, "
                  f"{sim.STEP} apart, below {sim.TILES})", "tile = self.first_tile(), then tile += "
                  "self.tile_step() while tile < tiles: each cluster walks its own tile numbers, a grid apart")]
     per = [sum(e[1] == t for e in got) for t in tiles]
     if any(n != sim.K_TILES for n in per):
-        return [(f"warp 0 loads {per} k-tiles per tile, with k_tiles = {sim.K_TILES}", "every k-tile of "
+        return [(f"warp {warp} loads {per} k-tiles per tile, with k_tiles = {sim.K_TILES}", "every k-tile of "
                  "each tile, once: for _ in cutlass.range(k_tiles, unroll=1)")]
     news = sum(e[0] == "new state" for e in log)
     if news > 1:
-        return [(f"warp 0 makes {news} producer states", "make the state once, before the tile loop: a new "
+        return [(f"warp {warp} makes {news} producer states", "make the state once, before the tile loop: a new "
                  "state restarts at stage 0, phase 1, while the stages of the last tile may still be "
                  "full; stage and phase run on across tiles (reset only the count)")]
     if got != want:
         counts = [e[2] for e in got]
         if counts == list(range(len(got))):
-            return [("warp 0's k-tile counts run on across tiles: " + str(counts), "prod.reset_count() as "
+            return [(f"warp {warp}'s k-tile counts run on across tiles: {counts}", "prod.reset_count() as "
                      "each tile starts: .count is the k-tile the load copies; .index and .phase run on")]
         if len({e[3:] for e in got}) == 1:
             return [("every load goes to the same stage " + str(got[0][3:]), "prod.advance() after each "
                      "load: the next k-tile goes to the next stage, with the phase flipped on each wrap")]
+        if set(counts) == {0}:
+            return [(f"every load of warp {warp} copies k-tile 0 (.count)", "prod.reset_count() once per tile, "
+                     "before its k-tile loop: prod.advance() moves .count to the next k-tile")]
+        if [g[:4] + (g[4] ^ 1,) for g in got] == want:
+            return [(f"warp {warp}'s first load waits on phase {got[0][4]}, a producer's on phase 1",
+                     "a producer state (pipeline.PipelineUserType.Producer) starts at phase 1, so the first "
+                     "acquire of each stage, still empty, passes; at phase 0 it waits for a release that "
+                     "never comes")]
+        if max(e[3] for e in got) >= sim.STAGES:
+            return [(f"warp {warp} loads into stage {next(e[3] for e in got if e[3] >= sim.STAGES)} of a ring "
+                     f"of {sim.STAGES} (stages 0-{sim.STAGES - 1})",
+                     "the ring has self.stages stages: make_pipeline_state(..., self.stages)")]
         bad = next(i for i, (g, w) in enumerate(zip(got, want)) if g != w)
         return [(f"load {bad} is (tile, k-tile, stage, phase) = {got[bad][1:]}, expected {want[bad][1:]}",
                  "one state for the whole walk: reset its count at each tile, advance it after each load")]
     tails = [e for e in log if e[:2] == ("pipe", "producer_tail")]
     if not tails:
-        return [("warp 0 never calls pipe.producer_tail(prod)", "after the last tile: it waits until the "
+        return [(f"warp {warp} never calls pipe.producer_tail(prod)", "after the last tile: it waits until the "
                  "consumers released every stage, so the CTA does not exit while a peer's multicast may "
                  "still signal its barriers")]
     if len(tails) > 1 or log.index(tails[0]) < max(i for i, e in enumerate(log) if e[0] == "load"):
@@ -221,10 +245,23 @@ def ptx_problems(text: str, p: int, c: int) -> list:
     return []
 
 
+def _compile_hint(error: str) -> str:
+    """The hint for a compile error, from the error's text."""
+    import re
+    undefined = re.search(r"name '(\w+)' is not defined", error)
+    if "has no setter" in error or "can't set attribute" in error:
+        return ("a pipeline state's count, index and phase are read-only: prod.reset_count() sets .count "
+                "to 0, prod.advance() moves to the next stage (the phase flips on each wrap)")
+    if undefined and undefined.group(1) in ("first_tile", "tile_step", "stages"):
+        return f"{undefined.group(1)} is the kernel's: self.first_tile(), self.tile_step(), self.stages"
+    if "'method'" in error:
+        return "a method used without calling it: self.first_tile(), self.tile_step()"
+    return ("it receives (self, wg, warp, pipe, tiles, k_tiles, tile_loads, consume); load = tile_loads(tile), "
+            "then load(prod); a name used after an if or a loop must exist before it")
+
+
 def _no_compile(name, error):
-    fail(name, f"your function does not compile: {error[:300]}", "it receives (self, wg, warp, pipe, tiles, "
-         "k_tiles, tile_loads, consume); load = tile_loads(tile), then load(prod); a name used after an if or "
-         "a loop must exist before it", launched=LAUNCHED)
+    fail(name, f"your function does not compile: {error[:300]}", _compile_hint(error), launched=LAUNCHED)
 
 
 def check_warp_roles(fn, tier=None) -> None:
@@ -250,7 +287,8 @@ def check_warp_roles(fn, tier=None) -> None:
              "self.stages, self.first_tile(), self.tile_step(), cute, cutlass and pipeline", launched=LAUNCHED)
     if not any(logs) and not error and not ptx_count.count(text, FAMS)["tma load"]:
         return not_attempted(name)
-    problems = role_problems(logs) or register_problems(logs) or load_problems(logs[0])
+    lw = loader(logs)
+    problems = role_problems(logs) or register_problems(logs) or load_problems(logs[lw], lw)
     if not problems and error:
         _no_compile(name, error)
     p, c = (_values(logs, kind, [w])[0] for kind, w in (("dec", 0), ("inc", 4))) if not problems else (0, 0)
@@ -261,7 +299,7 @@ def check_warp_roles(fn, tier=None) -> None:
              f"{sim.FIRST}, {sim.FIRST + sim.STEP}, ... below {sim.TILES}, {sim.K_TILES} k-tiles, {sim.STAGES} stages")
     has = getattr(tier, "has", None)
     if not (callable(has) and has("wgmma") and has("cutedsl") and has("setmaxnreg")):
-        return verified(name, f"structure OK (setmaxnreg {p} / {c} in every warp of each branch, warp 0's "
+        return verified(name, f"structure OK (setmaxnreg {p} / {c} in every warp of each branch, warp {lw}'s "
                         "loads walk the cluster's tiles on one ring state, then the tail; consumers once; "
                         "the PTX agrees); the GEMM itself runs on Hopper.")
     _run_on_hopper(name, fn)

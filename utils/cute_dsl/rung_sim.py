@@ -18,9 +18,9 @@ import types
 from .compat import cute, cutlass, pipeline
 
 WARPS = 12                         # 384 threads: producer warpgroup 0, consumer warpgroups 1 and 2
-# the cluster's tile numbers in the model: first 1, 3 apart, below 8 (1, 4, 7); 3 k-tiles each,
-# 2 stages, so the ring wraps inside a tile and across tiles
-FIRST, STEP, TILES, K_TILES, STAGES = 1, 3, 8, 3, 2
+# the cluster's tile numbers in the model: first 1, 3 apart, below 10 (1, 4, 7; 10 itself is not
+# one, so `tile <= tiles` shows); 3 k-tiles each, 2 stages, so the ring wraps inside a tile and across tiles
+FIRST, STEP, TILES, K_TILES, STAGES = 1, 3, 10, 3, 2
 MAX_LINES = 20000                  # lines of the learner's function one warp may run
 
 

@@ -140,6 +140,64 @@ def measure(repeat: int = 2) -> list:
     return rows
 
 
+LABELS = {"do_bench": "do_bench, one contender at a time", "alone": "the harness, cuDNN alone",
+          f"turns with {FLASH[:20]}": "turns with torch's flash kernel", f"turns with {STEP4[:20]}": "turns with step 4",
+          "turns with copy of the same len": "turns with a copy (same length)",
+          "turns with idle spin of the sam": "turns with an idle spin (same length)",
+          "notebook 07's set, turns": "notebook 07's set, in turns", "notebook 07's set, blocks": "notebook 07's set, in blocks"}
+"""Each experiment's ``part`` (less its `` #repeat``) -> the label the tables print, in measure()'s order."""
+
+
+def by_experiment(rows: list, name: str = CUDNN) -> dict:
+    """``{experiment: {repeat: row}}`` for contender ``name``, experiments in :data:`LABELS`' order
+    (``part`` is ``"<experiment> #<repeat>"``). Raises ValueError for a part it does not know."""
+    got = {}
+    for r in rows:
+        if r.get("name") != name:
+            continue
+        exp, _, rep = r["part"].rpartition(" #")
+        if exp not in LABELS or not rep.isdigit():
+            raise ValueError(f"unknown experiment {r['part']!r}: expected one of {list(LABELS)} + ' #<repeat>'")
+        got.setdefault(exp, {})[int(rep)] = r
+    return {e: got[e] for e in LABELS if e in got}
+
+
+def format_cudnn(rows: list) -> str:
+    """One line per experiment, one column group per repeat: cuDNN's median ms, that over cuDNN
+    alone in the same repeat, and the board's power (nvidia-smi's median watts in the experiment)."""
+    exps = by_experiment(rows)
+    reps = sorted({k for per in exps.values() for k in per})
+    alone = exps.get("alone", {})
+    head = f"{'cuDNN, median ms':<40}" + "".join(f"{'repeat #%d' % k:>24}" for k in reps)
+    sub = f"{'':<40}" + f"{'ms':>8}{'/ alone':>9}{'W':>7}" * len(reps)
+    lines = [head, sub]
+    for exp, per in exps.items():
+        cells = []
+        for k in reps:
+            r = per.get(k)
+            if r is None:
+                cells.append(f"{'-':>24}")
+                continue
+            rel = f"{r['ms'] / alone[k]['ms']:.2f}" if k in alone else "-"
+            w = f"{r['watts']:.0f}" if r.get("watts") is not None else "-"
+            cells.append(f"{r['ms']:8.3f}{rel:>9}{w:>7}")
+        lines.append(f"{LABELS[exp]:<40}" + "".join(cells))
+    return "\n".join(lines)
+
+
+def format_others(rows: list) -> str:
+    """The other contenders do_bench timed (flash, step 4): their median ms by do_bench, in
+    notebook 07's set in turns and in blocks, ``#0 / #1 / ...`` across repeats."""
+    cols = (("do_bench", "do_bench"), ("notebook 07's set, turns", "07's set, turns"),
+            ("notebook 07's set, blocks", "07's set, blocks"))
+    lines = [f"{'median ms, repeat #0 / #1':<32}" + "".join(f"{h:>20}" for _, h in cols)]
+    for name, short in ((FLASH, "torch's flash kernel"), (STEP4, "step 4 (the course's kernel)")):
+        exps = by_experiment(rows, name)
+        cells = [" / ".join(f"{exps[e][k]['ms']:.3f}" for k in sorted(exps[e])) if e in exps else "-" for e, _ in cols]
+        lines.append(f"{short:<32}" + "".join(f"{c:>20}" for c in cells))
+    return "\n".join(lines)
+
+
 def main(argv=None) -> None:
     import argparse
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])

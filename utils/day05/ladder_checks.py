@@ -1,7 +1,9 @@
 """Day 5 · 05 exercises: references and checks (see ``utils.core.checks`` for the conventions).
 
 1. :func:`check_register_split` — the ``setmaxnreg`` targets of a warp-specialized kernel: the
-   most registers per consumer thread that the rules of ``setmaxnreg`` and the register file allow.
+   most registers per consumer thread that the rules of ``setmaxnreg`` and the CTA's register pool
+   allow (the PTX ISA: ``setmaxnreg.inc`` takes registers from a pool kept per CTA, filled only by
+   ``.dec``; so all the CTA's threads together never hold more than they got at launch).
 2. The role split of rungs 3–4 (``warp_roles``, a CuteDSL kernel step) is checked in
    :mod:`utils.cute_dsl.rung_check` (``check_warp_roles``), which the notebook imports itself; it
    is not re-exported here.
@@ -61,10 +63,19 @@ def launch_regs(producer_wgs: int, consumer_wgs: int) -> int:
     return min(MAX_REGS, REGISTER_FILE // (WG_THREADS * (producer_wgs + consumer_wgs)) // 8 * 8)
 
 
+def pool(producer_wgs: int, consumer_wgs: int) -> int:
+    """The registers the CTA's threads hold in all: what they got at launch, 128 x (P + C) x
+    :func:`launch_regs`. ``setmaxnreg`` only moves registers within it (PTX ISA, ``setmaxnreg``: the
+    pool is per CTA; ``.inc`` blocks until the pool has enough), so after ``.dec`` and ``.inc`` the
+    warpgroups together still hold at most this many: fewer than the SM's 65536 when the launch
+    allotment was rounded down (1 + 2 warpgroups: 384 x 168 = 64512)."""
+    return WG_THREADS * (producer_wgs + consumer_wgs) * launch_regs(producer_wgs, consumer_wgs)
+
+
 def register_split_problems(split, producer_wgs: int, consumer_wgs: int) -> list[str]:
     """Every rule the split ``(producer_regs, consumer_regs)`` breaks (empty: a valid split):
-    ints, multiples of 8 in [24, 256] (``setmaxnreg``); all threads' registers fit in the register
-    file; ``setmaxnreg.dec`` may only lower the launch allotment (producer) and
+    ints, multiples of 8 in [24, 256] (``setmaxnreg``); all threads' registers fit in the CTA's
+    pool (:func:`pool`); ``setmaxnreg.dec`` may only lower the launch allotment (producer) and
     ``setmaxnreg.inc`` only raise it (consumers)."""
     a = launch_regs(producer_wgs, consumer_wgs)
     if not (isinstance(split, (tuple, list)) and len(split) == 2 and all(is_int(v) for v in split)):
@@ -76,10 +87,11 @@ def register_split_problems(split, producer_wgs: int, consumer_wgs: int) -> list
             out.append(f"{who} {r} registers is not a multiple of 8 (setmaxnreg's rule)")
         if not MIN_REGS <= r <= MAX_REGS:
             out.append(f"{who} {r} registers is outside setmaxnreg's range [24, 256]")
-    used = WG_THREADS * (producer_wgs * p + consumer_wgs * c)
-    if used > REGISTER_FILE:
+    used, have = WG_THREADS * (producer_wgs * p + consumer_wgs * c), pool(producer_wgs, consumer_wgs)
+    if used > have:
         out.append(f"128 x ({producer_wgs} x {p} + {consumer_wgs} x {c}) = {used} registers: more than "
-                   f"the SM's register file ({REGISTER_FILE})")
+                   f"the CTA's pool, the {have} its threads got at launch (128 x {producer_wgs + consumer_wgs} "
+                   f"x {a}): setmaxnreg.inc would wait for registers that never come")
     if p > a:
         out.append(f"the producer's {p} is above the launch allotment {a}: setmaxnreg.dec can only lower it")
     if c < a:
@@ -89,12 +101,14 @@ def register_split_problems(split, producer_wgs: int, consumer_wgs: int) -> list
 
 def register_split_ref(producer_wgs: int, consumer_wgs: int) -> tuple:
     """``(producer_regs, consumer_regs)`` giving the consumers the most registers: the producer at
-    the minimum (24) leaves ``c`` = the rest of the register file per consumer thread, rounded down
+    the minimum (24) leaves ``c`` = the rest of the CTA's pool per consumer thread, rounded down
     to a multiple of 8 (at most 256). Several producer counts may fit with that ``c``; this returns
-    the largest one (e.g. (32, 240) for 1 + 2 warpgroups, where (24, 240) is just as right)."""
+    the largest one (e.g. (24, 240) for 1 + 2 warpgroups, whose pool of 384 x 168 leaves nothing
+    more; (1, 3) gives (32, 160), where 24 is just as right)."""
     a = launch_regs(producer_wgs, consumer_wgs)
-    c = min(MAX_REGS, (REGISTER_FILE // WG_THREADS - producer_wgs * MIN_REGS) // consumer_wgs // 8 * 8)
-    p = min(a, (REGISTER_FILE // WG_THREADS - consumer_wgs * c) // producer_wgs // 8 * 8)
+    per_position = pool(producer_wgs, consumer_wgs) // WG_THREADS
+    c = min(MAX_REGS, (per_position - producer_wgs * MIN_REGS) // consumer_wgs // 8 * 8)
+    p = min(a, (per_position - consumer_wgs * c) // producer_wgs // 8 * 8)
     return p, c
 
 
@@ -123,16 +137,19 @@ def _judge_split(name: str, got, P: int, C: int) -> None:
     if problems:
         fail(name, f"({p}, {c}): " + "; ".join(problems),
              f"at launch every thread gets {a} registers (65536 / (128 x {P + C}), rounded down to "
-             "a multiple of 8); the producer lowers its count, the consumers raise theirs, in "
-             "multiples of 8 within [24, 256], and 128 x (P*p + C*c) must fit in 65536", launched)
+             f"a multiple of 8), so the CTA holds 128 x {P + C} x {a} = {pool(P, C)} in all, and "
+             "setmaxnreg only moves registers within that pool: the producer lowers its count, the "
+             "consumers raise theirs, in multiples of 8 within [24, 256], and 128 x (P*p + C*c) "
+             f"must fit in {pool(P, C)}", launched)
     best = register_split_ref(P, C)[1]
     if c != best:
-        left = REGISTER_FILE // WG_THREADS - P * MIN_REGS
-        hint = (f"the producer is at the minimum already: that leaves 512 - {P} x 24 = {left} "
+        per_position = pool(P, C) // WG_THREADS
+        left = per_position - P * MIN_REGS
+        hint = (f"the producer is at the minimum already: the pool leaves {P + C} x {a} - {P} x 24 = {left} "
                 f"per thread position for {C} consumer warpgroup(s): {left} / {C}, rounded DOWN to "
                 "a multiple of 8, at most 256" if p == MIN_REGS else
-                "give the producer the minimum, 24, and the consumers what is left of the register "
-                "file, rounded down to a multiple of 8")
+                "give the producer the minimum, 24, and the consumers what is left of the CTA's pool "
+                "(what its threads got at launch), rounded down to a multiple of 8")
         fail(name, f"({p}, {c}) is a valid split, but the consumers could have {best}", hint, launched)
 
 
