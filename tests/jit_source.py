@@ -24,3 +24,20 @@ def replace_each(text: str, *pairs) -> str:
         assert old in text, old
         text = text.replace(old, new)
     return text
+
+
+def assert_rejected(check, kernel, hint: str, others) -> None:
+    """``check(kernel)`` raises CheckFailed matching ``hint``, without a traceback, with the seed, and
+    with no other slip's hint (from ``others``) in its message unless that hint contains the match."""
+    import re
+
+    import pytest
+
+    from utils.core.checks import CheckFailed
+    with pytest.raises(CheckFailed, match=hint) as e:
+        check(kernel)
+    msg = str(e.value)
+    assert "Traceback" not in msg and "seed" in msg
+    matched = re.search(hint, msg).group(0)
+    for other in others:
+        assert other not in msg or matched in other, f"another slip's hint ({other!r}) in: {msg}"

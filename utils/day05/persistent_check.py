@@ -37,7 +37,7 @@ import textwrap
 from . import gemm
 from ..triton_lang import isolated
 from .k_loop_check import K_ERROR_HINTS, K_SLIPS, _cancelling, _kernel_source, k_loop_emulated
-from .v1_check import FP16_ACC, V1_SLIPS, _guarded_output, _outside, _same, explain_error, mismatch
+from .v1_check import FP16_ACC, V1_SLIPS, _guarded_output, _outside, _same, compile_for_hopper, explain_error, mismatch
 from ..core.checks import fail, not_attempted, passed
 
 NAME = "persistent_kernel"
@@ -237,20 +237,10 @@ STORE_PTX = {"TMA store": r"\bcp\.async\.bulk\.tensor\.\dd\.global\.shared",
 
 def hopper_ptx(kernel) -> str:
     """The kernel compiled for sm_90a with v3's Hopper configuration and 132 programs."""
-    from ..triton_lang.compile import triton_compile
     cfg = gemm.GPU_CONFIGS[("v3", "float16")]
-    params = list(inspect.signature(kernel.fn).parameters)
-    types = [f"tensordesc<fp16[{cfg['BM']}, {cfg['BK']}]>", f"tensordesc<fp16[{cfg['BK']}, {cfg['BN']}]>",
-             "*fp16", "i32", "i32", "i32"] + ["constexpr"] * 5
-    consts = dict(zip(params[6:], (cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP_M"], 132)))
-    try:
-        return triton_compile(kernel, dict(zip(params, types)), consts, num_warps=cfg["num_warps"],
-                              num_stages=cfg["num_stages"]).asm["ptx"]
-    except Exception as e:
-        fail(NAME, f"compiling your kernel for sm_90a with the Hopper blocks (128 x 256 x 64) raised "
-             f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}",
-             "the interpreter accepted it at small blocks; on Hopper use tl.dot on the two tiles "
-             "and a descriptor store of the whole BM x BN tile")
+    return compile_for_hopper(NAME, kernel, "v3", (cfg["BM"], cfg["BN"], cfg["BK"], cfg["GROUP_M"], 132),
+                              "the Hopper blocks", "the interpreter accepted it at small blocks; on Hopper use "
+                              "tl.dot on the two tiles and a descriptor store of the whole BM x BN tile")
 
 
 def check_persistent(kernel, tier=None, seed=None) -> None:

@@ -226,22 +226,30 @@ def _loads_in_loop(src: str, params: list) -> bool:
     return False
 
 
-def _hopper_ptx(name, kernel) -> str:
-    """The kernel compiled for sm_90a with v1's Hopper configuration (no GPU needed)."""
+def compile_for_hopper(name, kernel, step: str, consts: tuple, blocks_said: str, hint: str) -> str:
+    """The learner's GEMM kernel (A's and B's descriptors, C, M, N, K, then ``consts`` as its
+    constexprs in order) compiled for sm_90a with ladder step ``step``'s Hopper configuration (no
+    GPU needed); a compile error fails check ``name`` with ``hint``. Shared with
+    :mod:`.persistent_check`."""
     from ..triton_lang.compile import triton_compile
-    cfg = gemm.GPU_CONFIGS[("v1", "float16")]
+    cfg = gemm.GPU_CONFIGS[(step, "float16")]
     params = list(inspect.signature(kernel.fn).parameters)
     types = [f"tensordesc<fp16[{cfg['BM']}, {cfg['BK']}]>", f"tensordesc<fp16[{cfg['BK']}, {cfg['BN']}]>",
-             "*fp16", "i32", "i32", "i32", "constexpr", "constexpr", "constexpr"]
-    consts = dict(zip(params[6:9], (cfg["BM"], cfg["BN"], cfg["BK"])))
+             "*fp16", "i32", "i32", "i32"] + ["constexpr"] * len(consts)
     try:
-        return triton_compile(kernel, dict(zip(params, types)), consts, num_warps=cfg["num_warps"],
-                              num_stages=cfg["num_stages"]).asm["ptx"]
+        return triton_compile(kernel, dict(zip(params, types)), dict(zip(params[6:], consts)),
+                              num_warps=cfg["num_warps"], num_stages=cfg["num_stages"]).asm["ptx"]
     except Exception as e:
-        fail(name, f"compiling your kernel for sm_90a with v1's Hopper blocks (128 x 256 x 64) "
-             f"raised {type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}",
-             "the interpreter accepted it at small blocks; on Hopper the tiles are 128 x 256 x 64: "
-             "use tl.dot on the two tiles (a 3-D broadcast product is too large to compile)")
+        fail(name, f"compiling your kernel for sm_90a with {blocks_said} (128 x 256 x 64) raised "
+             f"{type(e).__name__}: {(str(e).strip().splitlines() or [''])[-1][:200]}", hint)
+
+
+def _hopper_ptx(name, kernel) -> str:
+    """The kernel compiled for sm_90a with v1's Hopper configuration (no GPU needed)."""
+    cfg = gemm.GPU_CONFIGS[("v1", "float16")]
+    return compile_for_hopper(name, kernel, "v1", (cfg["BM"], cfg["BN"], cfg["BK"]), "v1's Hopper blocks",
+                              "the interpreter accepted it at small blocks; on Hopper the tiles are 128 x 256 x 64: "
+                              "use tl.dot on the two tiles (a 3-D broadcast product is too large to compile)")
 
 
 def check_v1(kernel, tier=None, seed=None) -> None:
