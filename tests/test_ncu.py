@@ -75,3 +75,30 @@ def test_profile_passes_its_cache_control_to_ncu(monkeypatch, given, flag):
     ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum",), **given)
     cmd = seen["cmd"]
     assert cmd[cmd.index("--cache-control") + 1] == flag
+
+
+def test_other_gpu_processes_are_named_and_this_one_left_out():
+    import os
+
+    class Out:
+        stdout = f"{os.getpid()}\n4242\n 77 \n[N/A]\n"
+    assert ncu.other_gpu_processes(run=lambda *a, **k: Out) == [4242, 77]
+
+    def missing(*a, **k):
+        raise FileNotFoundError("nvidia-smi")
+    assert ncu.other_gpu_processes(run=missing) == []
+    assert ncu.shared_gpu_note([]) == ""
+    assert "pids 77, 4242" in ncu.shared_gpu_note([4242, 77]) and "whole GPU" in ncu.shared_gpu_note([1])
+
+
+def test_a_profile_on_a_shared_gpu_says_so(monkeypatch, capsys):
+    class Done:
+        returncode, stderr, stdout = 0, "", CSV
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    monkeypatch.setattr(ncu, "other_gpu_processes", lambda: [4242])
+    monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done)
+    got = ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum",))
+    assert len(got) == 2 and "other processes are using this GPU (pids 4242)" in capsys.readouterr().out
+    monkeypatch.setattr(ncu, "other_gpu_processes", lambda: [])
+    ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum",))
+    assert capsys.readouterr().out == ""

@@ -4,7 +4,10 @@
 profiled kernel launch: ``{"kernel": name, metric: value, ...}`` in launch order. Clocks are left
 alone (``--clock-control none``). ``available()`` says whether this machine has ``ncu``; reading
 counters may still be refused (the profiler needs permission to the GPU's counters), and then
-``profile`` raises a ``RuntimeError`` that says so.
+``profile`` raises a ``RuntimeError`` that says so. ``shared_gpu_note()`` names other processes
+using the GPU: ``profile`` prints it, because the L2 and DRAM counters belong to the whole GPU
+(our reading; on an H100 shared by six test processes on 2026-11-27, notebook 08's L2 counters came
+back far from its recording, in two runs, for kernels ncu had picked by name).
 """
 from __future__ import annotations
 
@@ -22,6 +25,28 @@ DRAM_PCT = "dram__throughput.avg.pct_of_peak_sustained_elapsed"   # how busy DRA
 def available() -> bool:
     """True if ``ncu`` is on the PATH."""
     return shutil.which("ncu") is not None
+
+
+def other_gpu_processes(run=subprocess.run) -> list[int]:
+    """Process ids, other than this one, that ``nvidia-smi`` lists as computing on a GPU (empty when
+    it cannot say)."""
+    import os
+    try:
+        out = run(["nvidia-smi", "--query-compute-apps=pid", "--format=csv,noheader"],
+                  capture_output=True, text=True, timeout=20).stdout
+    except (OSError, subprocess.SubprocessError):
+        return []
+    pids = [int(t) for t in out.split() if t.strip().isdigit()]
+    return [p for p in pids if p != os.getpid()]
+
+
+def shared_gpu_note(pids) -> str:
+    """One line for a profile taken while the processes ``pids`` also used the GPU ("" if none)."""
+    if not pids:
+        return ""
+    return (f"[other processes are using this GPU (pids {', '.join(map(str, sorted(pids)[:8]))}): the L2 "
+            "and DRAM counters belong to the whole GPU and may include their traffic; profile on an "
+            "idle GPU before reading them]")
 
 
 def parse_csv(text: str, metrics) -> list[dict]:
@@ -55,6 +80,9 @@ def profile(argv: list, kernel_regex: str, metrics=L2_DRAM, timeout: int = 600, 
            "--cache-control", cache_control,
            "--metrics", ",".join(metrics), "-k", f"regex:{kernel_regex}",
            *(["-c", str(launch_count)] if launch_count else []), *map(str, argv)]
+    note = shared_gpu_note(other_gpu_processes())
+    if note:
+        print(note)
     p = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, cwd=cwd)
     out = p.stdout + p.stderr
     if "ERR_NVGPUCTRPERM" in out:
