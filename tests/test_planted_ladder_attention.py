@@ -55,37 +55,41 @@ def assert_passes(check, fn, capsys):
 
 # === 1. register split ===========================================================================
 def _split_loop(P, C):
-    """The solution notebook's search: the largest c whose leftover fits a producer."""
-    total = 65536 // 128
+    """The solution notebook's search: the largest c whose leftover of the CTA's pool fits a producer."""
+    launch = min(256, 65536 // (128 * (P + C)) // 8 * 8)
+    total = launch * (P + C)
     for c in range(256, 23, -8):
         p = min(256, (total - C * c) // P // 8 * 8)
-        if 24 <= p <= min(256, total // (P + C) // 8 * 8) <= c:
+        if 24 <= p <= launch <= c:
             return p, c
 
 
 SPLIT_WRONG = [
     (lambda P, C: (40, 232), r"consumers could have 240", None),                        # CUTLASS's default
-    (lambda P, C: (24, min(256, round((512 - 24 * P) / C / 8) * 8)), r"more than the SM's register file", None),
-    (lambda P, C: (24, min(256, math.ceil((512 - 24 * P) / C / 8) * 8)), r"more than the SM's register file", None),
+    (lambda P, C: (24, min(256, round((512 - 24 * P) / C / 8) * 8)), r"more than the CTA's pool", None),
+    (lambda P, C: (24, min(256, math.ceil((512 - 24 * P) / C / 8) * 8)), r"more than the CTA's pool", None),
     (lambda P, C: (24, min(256, (512 - 24) // C // 8 * 8)),                               # one producer hard-coded
      r"\(24, 240\): 128 x \(2 x 24 \+ 2 x 240\)(.|\n)*launched: 2 producer", None),
     (lambda P, C: (24, (512 - 24 * P) // C // 8 * 8), r"outside setmaxnreg's range \[24, 256\]", None),  # no cap
-    (lambda P, C: (24, min(256, 512 // C // 8 * 8)), r"register file", None),             # forgot the producer
+    (lambda P, C: (24, min(256, (512 - 24 * P) // C // 8 * 8)), r"more than the CTA's pool", None),  # the SM's file
+    (lambda P, C: (32, 240), r"more than the CTA's pool(.|\n)*128 x 3 x 168 = 64512", None),  # the old reference
+    (lambda P, C: (24, min(256, 512 // C // 8 * 8)), r"the CTA's pool", None),             # forgot the producer
     (lambda P, C: (24, min(256, (512 - 24 * P) // C)), r"not a multiple of 8", None),     # not rounded to 8
     (lambda P, C: (24, min(256, (512 - 40 * P) // C // 8 * 8)),                          # sized for a producer of 40
      r"could have 240.*\n.*\n.*the producer is at the minimum already", r"give the producer the minimum"),
     (lambda P, C: (lc.launch_regs(P, C), min(256, (512 - P * lc.launch_regs(P, C)) // C // 8 * 8)),
      r"could have 240.*\n.*\n.*hint: give the producer the minimum, 24", r"at the minimum already"),
-    (lambda P, C: (24, min(256, (512 - 24 * C) // P // 8 * 8)), r"register file", None),  # P and C swapped
+    (lambda P, C: (24, min(256, (512 - 24 * C) // P // 8 * 8)), r"the CTA's pool", None),  # P and C swapped
     (lambda P, C: (24, 240) if C == 2 else (24, 256 if C == 1 else 160), r"2 producer \+ 2 consumer", None),
 ]
 SPLIT_RIGHT = [
     lc.register_split_ref,
     _split_loop,
-    lambda P, C: (24, min(256, (512 - 24 * P) // C // 8 * 8)),                          # the least producer
+    lambda P, C: (24, lc.register_split_ref(P, C)[1]),                                  # the least producer
     lambda P, C: [np.int64(24), np.int64(lc.register_split_ref(P, C)[1])],              # a list of NumPy ints
     lambda P, C: np.array(lc.register_split_ref(P, C)),                                 # an int array
-    lambda P, C: (np.int32(24), int(min(256.0, math.floor((65536 / 128 - 24 * P) / C / 8) * 8))),
+    lambda P, C: (np.int32(24), int(min(256.0, math.floor(((P + C) * min(256, math.floor(512 / (P + C) / 8) * 8)
+                                                          - 24 * P) / C / 8) * 8))),        # floats, floor
 ]
 SPLIT_MALFORMED = [
     (lambda P, C: None, r"pair of ints.*NoneType"),
