@@ -75,7 +75,8 @@ def cases(rng=None) -> list:
     row pitch): a kernel right only at the shown shape fails the second. Fresh values each call."""
     rng = np.random.default_rng() if rng is None else rng
     K = int(rng.choice([20, 28, 44]))
-    sizes = [int(s) for s in rng.integers(1, 30, 3)]
+    sizes = [int(rng.integers(9, 30))] + [int(s) for s in rng.integers(1, 30, 2)]   # one group spans 2+ box rows,
+    rng.shuffle(sizes)                                                                # so some CTA has no box
     sizes.insert(int(rng.integers(0, 4)), int(rng.choice([0, 3])))
     return [_case(rng, [13, 0, 21, 6], 36, 40), _case(rng, sizes, K, K + 4 * int(rng.integers(1, 3)))]
 
