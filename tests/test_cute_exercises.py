@@ -83,3 +83,16 @@ def test_wrong_steps_rejected(body, why):
 def test_raising_stub_not_attempted(capsys):
     ex.check_producer(step(["raise NotImplementedError"]))
     assert "not attempted" in capsys.readouterr().out
+
+
+def test_matches_torch_names_the_first_element_that_differs():
+    """The Hopper runs of the CuteDSL kernel checks share this comparison; here on CPU tensors."""
+    import torch
+    from utils.core.checks import CheckFailed
+    from utils.cute_dsl.producer_check import matches_torch
+    want = torch.arange(12, dtype=torch.float32).reshape(3, 4)
+    matches_torch("demo", want.half(), want, "hint", "a launch")            # equal: nothing raised
+    c = want.clone().half()
+    c[1, 2] = float("nan")
+    with pytest.raises(CheckFailed, match=r"first at \(1, 2\): nan vs 6\.000(.|\n)*a launch(.|\n)*hint"):
+        matches_torch("demo", c, want, "hint", "a launch")

@@ -14,7 +14,7 @@ import contextlib
 import operator
 
 from ..core.checks import fail, not_attempted, passed, verified
-from .producer_check import _ANSI
+from .producer_check import _ANSI, matches_torch
 
 CONFIGS = ((2, (2, 2)), (1, (1, 1)))    # (stages, cluster): one wgmma group in flight, then none
 MNK = (512, 512, 320)                   # 5 k-tiles: more than the stages, so the ring wraps
@@ -412,10 +412,6 @@ def _run_on_hopper(name, mma_fn, cute_gemm) -> None:
         c = torch.full((M, N), float("nan"), device="cuda", dtype=torch.float16)
         cute_gemm.run_gemm(a, b, c, gemm=Yours(stages, cluster))
         torch.cuda.synchronize()
-        if not torch.allclose(c.float(), want, atol=0.1, rtol=0.01):
-            bad = (~torch.isclose(c.float(), want, atol=0.1, rtol=0.01)).nonzero()[0].tolist()
-            fail(name, f"the GEMM ran but C differs from torch, first at {tuple(bad)}: "
-                 f"{c[tuple(bad)].item()} vs {want[tuple(bad)].item():.3f}",
-                 "the structure looked right: compare your lines with the reference step",
-                 launched=f"TmaGemm(stages={stages}, cluster={cluster}), {M} x {N} x {K} fp16")
+        matches_torch(name, c, want, "the structure looked right: compare your lines with the reference step",
+                      f"TmaGemm(stages={stages}, cluster={cluster}), {M} x {N} x {K} fp16")
 

@@ -27,6 +27,16 @@ COMPILE_HINTS = [  # (a piece of CuteDSL's error message, the hint for it)
                                  "pipe.producer_get_barrier(state)")]
 
 
+def matches_torch(name: str, c, want, hint: str, launched: str) -> None:
+    """Fail check ``name`` unless C (fp16, on the GPU) is ``want`` within fp16's tolerance (atol 0.1,
+    rtol 0.01), naming the first element that differs; shared by the CuteDSL kernel checks' Hopper runs."""
+    import torch
+    if not torch.allclose(c.float(), want, atol=0.1, rtol=0.01):
+        bad = (~torch.isclose(c.float(), want, atol=0.1, rtol=0.01)).nonzero()[0].tolist()
+        fail(name, f"the GEMM ran but C differs from torch, first at {tuple(bad)}: "
+             f"{c[tuple(bad)].item()} vs {want[tuple(bad)].item():.3f}", hint, launched=launched)
+
+
 def _tma_loads(ptx: str) -> int:
     from ..core.ptx import count
     return count(ptx, {"tma load": r"cp\.async\.bulk\.tensor\.\dd\.shared::(cta|cluster)\.global"})["tma load"]
@@ -142,9 +152,5 @@ def _run_on_hopper(name, load_fn, cute_gemm) -> None:
         c = torch.full((512, 512), float("nan"), device="cuda", dtype=torch.float16)
         cute_gemm.run_gemm(a, b, c, gemm=Yours(2, cluster))
         torch.cuda.synchronize()
-        if not torch.allclose(c.float(), want, atol=0.1, rtol=0.01):
-            bad = (~torch.isclose(c.float(), want, atol=0.1, rtol=0.01)).nonzero()[0].tolist()
-            fail(name, f"the GEMM ran but C differs from torch, first at {tuple(bad)}: "
-                 f"{c[tuple(bad)].item()} vs {want[tuple(bad)].item():.3f}",
-                 "the structure looked right: compare your lines with the reference step",
-                 launched=f"TmaGemm(stages=2, cluster={cluster}), 512 x 512 x 320 fp16")
+        matches_torch(name, c, want, "the structure looked right: compare your lines with the reference step",
+                      f"TmaGemm(stages=2, cluster={cluster}), 512 x 512 x 320 fp16")
