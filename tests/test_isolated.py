@@ -63,6 +63,21 @@ def child(monkeypatch):
     monkeypatch.setenv(isolated.ENV, "1")
 
 
+CAST = '''\
+import triton
+import triton.language as tl
+
+DTYPE = tl.constexpr(tl.float32)
+
+
+@triton.jit
+def cast_copy(x_ptr, y_ptr, n, BLOCK: tl.constexpr):
+    offs = tl.arange(0, BLOCK)
+    mask = offs < n
+    tl.store(y_ptr + offs, tl.load(x_ptr + offs, mask=mask).to(DTYPE), mask=mask)
+'''
+
+
 def helper_kernel():
     return load_function(HELPERS, "helper_kernel")
 
@@ -113,11 +128,10 @@ def test_in_process_without_the_flag_and_for_unrebuildable_kernels(monkeypatch):
     with pytest.raises(isolated.Unrebuildable, match="SCALE"):
         isolated.rebuild_source(k)
     x, y = torch.ones(8, device=DEV), torch.zeros(8, device=DEV)
-    k.fn.__globals__["SCALE"] = tl.constexpr(3)
-    k.fn.__globals__["FLAG"] = tl.constexpr(tl.float32)  # true, but no line rebuilds a constexpr dtype:
-    assert isolated.in_process(k, "cpu")                 # it runs here, as before
+    k = load_function(CAST, "cast_copy")              # no line rebuilds a constexpr dtype:
+    assert isolated.in_process(k, "cpu")              # it runs here, as before (on a GPU too)
     (done,) = isolated.launches(k, [((1,), (x, y, 8), {"BLOCK": 8})], device=DEV)
-    assert not done.isolated and done.error is None
+    assert not done.isolated and done.error is None and torch.equal(y, x)
     monkeypatch.setenv(isolated.ENV, "yes")
     with pytest.raises(ValueError, match=isolated.ENV):
         isolated.isolates("cpu")

@@ -272,3 +272,32 @@ def test_gap_names():
                                                 for n in (sm.CUBLAS, sm.NARROW) for f in sm.FLUSHES)
     with pytest.raises(ValueError, match="flush must be one of"):
         sm.gap_name(sm.CUBLAS, "none")
+
+
+# ---- the sweep a live default run shows beside its M = 128 rows ----
+
+class _Tier:
+    def __init__(self, name, tma=True):
+        self.device_name, self._tma = name, tma
+
+    def has(self, feature):
+        return self._tma and feature == "tma"
+
+
+STEM = "06_skinny_grouped"
+
+
+@pytest.mark.parametrize("gpu", ["NVIDIA H100 80GB HBM3", "NVIDIA H200"])
+def test_a_short_live_run_shows_its_gpus_recorded_sweep(gpu):
+    live = [{"name": sm.CUBLAS, "shape": list(sm.LADDER_SHAPE), "dtype": "float16"}]
+    rows, label = sm.sweep(live, "measured now on x", STEM, _Tier(gpu), full=False)
+    assert gpu in label and "COURSE_FULL=1" in label and rows is not live
+    assert {tuple(r["shape"]) for r in rows} == set(sm.SKINNY_SHAPES)
+    assert {r["name"] for r in rows} == {sm.CUBLAS, *sm.STEPS}
+    assert all(r["ceiling_ms"] > 0 and r["bound"] in ("memory", "compute") for r in rows)
+
+
+@pytest.mark.parametrize("full, tma", [(True, True), (False, False), (True, False)])
+def test_the_full_run_and_a_recording_are_their_own_sweep(full, tma):
+    rows = [{"name": sm.CUBLAS}]
+    assert sm.sweep(rows, "lab", STEM, _Tier("NVIDIA H100 80GB HBM3", tma), full) == (rows, "lab")

@@ -257,6 +257,38 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
     return rows, label(doc)
 
 
+def full_run(environ=None) -> bool:
+    """True when a notebook's whole measurement is asked for: ``COURSE_FULL=1``, or
+    ``COURSE_RECORD=1`` (a recording is always the full run). Otherwise a live cell measures its
+    short default (about half a minute on an H100) and shows the full run's recording beside it."""
+    env = os.environ if environ is None else environ
+    return env.get("COURSE_FULL") == "1" or env.get("COURSE_RECORD") == "1"
+
+
+def recording(stem: str, tier=None, any_device: bool = False) -> dict:
+    """The recording of ``stem`` a cell shows instead of a live run: that of ``tier``'s GPU if it
+    made one, else as :func:`load` picks (``$COURSE_RESULTS_DEVICE``, else the latest); with
+    ``any_device``, the latest of any device if the chosen one has none. Launches nothing."""
+    own = getattr(tier, "device_name", None)
+    docs = documents(stem)
+    if own and any(own.lower() in d["device"].lower() for d in docs):
+        return load(stem, device=own)
+    try:
+        return load(stem)
+    except LookupError:
+        if not any_device:
+            raise
+        return load(stem, device=max(docs, key=lambda d: d["date"])["device"])
+
+
+def recorded(stem: str, why: str, tier=None, any_device: bool = False) -> tuple:
+    """``(rows, label)`` of :func:`recording` ``(stem, tier, any_device)``, the label saying ``why``
+    it is shown instead of a live run. Launches nothing."""
+    if not isinstance(why, str) or not why:
+        raise ValueError("why must say why the recording is shown (e.g. 'FULL = False: ...')")
+    doc = recording(stem, tier, any_device)
+    return doc["rows"], f"{label(doc)} ({why})"
+
 def pick(rows: list, name: str, **match) -> dict:
     """The one row called ``name`` (optionally also matching other keys, e.g. dtype='float16')."""
     hits = [r for r in rows if r["name"] == name and all(r.get(k) == v for k, v in match.items())]

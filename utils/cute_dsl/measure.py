@@ -13,6 +13,8 @@ GEMM_STEPS = {"CuteDSL TMA+WGMMA, 1 stage": dict(stages=1),
               "CuteDSL TMA+WGMMA, warp-specialized persistent": dict(variant="ws", persistent=True),
               "CuteDSL cp.async+WGMMA, 4 stages": dict(variant="cpasync", stages=4)}
 CUBLAS = "cuBLAS (torch.matmul)"
+# A live run by default (utils.core.results.full_run false): 8192³ fp16 only, about 20 s on an H100
+QUICK = dict(sizes=(8192,), dtypes=("float16",))
 
 
 def run_step(a, b, c, variant: str = "tma", **kw):

@@ -20,10 +20,10 @@ the second opinion (``bench.compare(do_bench=True)``).
 """
 from __future__ import annotations
 
-import os
 import statistics
 
 from ..core import bench
+from ..core.results import full_run  # noqa: F401  (notebook 07 and its tests call am.full_run)
 from . import attention
 
 STEP_NAMES = {"pipeline": "1 Q resident, K/V by TMA through a ring (2 warpgroups compute)",
@@ -45,13 +45,6 @@ CHECKS_SHORT = [(64, "float16", False), (128, "bfloat16", False)]
 # batch 4, seqlen 8448, 16 heads, head dim 128), TFLOP/s. From the paper, not measured here.
 FA3_ABLATION = {"FlashAttention-3": 661, "without the GEMM-softmax overlap (warp-specialized)": 582,
                 "without warp specialization (with the overlap)": 570}
-
-
-def full_run(environ=None) -> bool:
-    """True when the whole measurement is asked for: ``COURSE_FULL=1``, or ``COURSE_RECORD=1`` (a
-    recording is always the full run). Otherwise the cells measure the short default."""
-    env = os.environ if environ is None else environ
-    return env.get("COURSE_FULL") == "1" or env.get("COURSE_RECORD") == "1"
 
 
 def check_configs(full=None) -> list:

@@ -13,11 +13,12 @@
 Notebook 05 has one switch, ``FULL``: off (a learner's default), a live run measures ``QUICK``
 (one size, one dtype; the clocks of fewer kernels, ``clock_names``, for ``CLOCK_QUICK_SECONDS``) so each cell ends
 in about half a minute on an H100, and the cells whose ncu passes cannot be cut that short show
-the recording (:func:`recorded`); on (what ``COURSE_RECORD=1`` runs), everything as recorded.
+the recording (:func:`recorded`, ``utils.core.results.recorded``); on (what ``COURSE_RECORD=1`` runs), everything as recorded.
 """
 from __future__ import annotations
 
 from ..core import bench
+from ..core.results import recorded  # noqa: F401  (notebooks 05 and 05b call lm.recorded)
 
 CUBLAS = "cuBLAS (torch.matmul)"
 SIZES = (4096, 6144, 8192)
@@ -32,28 +33,6 @@ def clock_names(full: bool) -> list:
     lesson reads, rung 6 and row-major order."""
     from ..cute_dsl import ladder
     return rung_names() if full else [ladder.ORDER_BASE, "tile order: row-major"]
-
-
-def recorded(stem: str, why: str, tier=None, any_device: bool = False) -> tuple:
-    """``(rows, label)`` of a recording of ``stem``, the label saying ``why`` it is shown instead of a
-    live run. Which recording: that of ``tier``'s GPU if it made one, else as ``results.load`` picks
-    (``$COURSE_RESULTS_DEVICE``, else the latest); with ``any_device``, the latest of any device if
-    the chosen one has none. Launches nothing."""
-    from ..core import results
-    if not isinstance(why, str) or not why:
-        raise ValueError("why must say why the recording is shown (e.g. 'FULL = False: ...')")
-    own = getattr(tier, "device_name", None)
-    docs = results.documents(stem)
-    if own and any(own.lower() in d["device"].lower() for d in docs):
-        doc = results.load(stem, device=own)
-    else:
-        try:
-            doc = results.load(stem)
-        except LookupError:
-            if not any_device:
-                raise
-            doc = results.load(stem, device=max(docs, key=lambda d: d["date"])["device"])
-    return doc["rows"], f"{results.label(doc)} ({why})"
 
 
 def rung_names() -> list:

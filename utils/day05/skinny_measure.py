@@ -26,6 +26,7 @@ CUBLAS = "cuBLAS (torch.matmul)"
 SKINNY_SHAPES = [(16, 8192, 8192), (32, 8192, 8192), (64, 8192, 8192), (128, 8192, 8192), (256, 8192, 8192),
                  (128, 4096, 4096), (128, 16384, 16384)]
 LADDER_SHAPE = (128, 8192, 8192)
+QUICK_SHAPES = [LADDER_SHAPE]   # a live run by default (results.full_run false); the sweep is the recording's
 # The contenders, each differing from the one it is compared with in ONE thing (see STEP_CHANGES)
 WIDE = "wide tiles, no split"
 SPLIT32 = "wide tiles, split-K, fp32 reduce-add + cast"
@@ -219,6 +220,17 @@ def measure_skinny(shapes=None, dtypes=("float16", "bfloat16"), reps=60, seed=0,
             rows += roofline(got, name)
     return rows
 
+
+def sweep(rows, label, stem, tier, full) -> tuple:
+    """``(rows, label)`` over every shape of :data:`SKINNY_SHAPES`: ``rows`` themselves when they
+    are the full run (``full``) or a recording (no TMA here), else the full run's recording of
+    ``stem`` (this GPU's if it made one), its skinny rows with the ceilings of the GPU that made it."""
+    from ..core import results
+    if full or not tier.has("tma"):
+        return rows, label
+    doc = results.recording(stem, tier)
+    got = [r for r in doc["rows"] if r["name"] in (CUBLAS, *STEPS)]
+    return roofline(got, doc["device"]), f"{results.label(doc)} (the sweep over M and N: COURSE_FULL=1 measures it)"
 
 GAP_SHAPES = [(128, 4096, 4096), (128, 8192, 8192), (128, 16384, 16384)]
 FLUSHES = ("write", "read")
