@@ -246,3 +246,23 @@ def test_fault_words_name_the_error():
                  "enable device-side assertions.\n")
     assert isolated._fault_words(torch_msg) == "CUDA error: an illegal instruction was encountered"
     assert isolated.fault_kind(torch_msg) == "illegal instruction"
+
+
+def test_the_child_stays_warm_between_checks_and_is_replaced_after_a_death(child, monkeypatch):
+    """One child serves launch after launch (torch, Triton and the GPU start once); a child that
+    died is replaced by a fresh one, and so is one started under another environment."""
+    k, real = helper_kernel(), isolated.rebuild_source
+    (done,) = isolated.launches(k, [ARGS()], device=DEV)
+    first = isolated._WORKER["proc"].pid
+    (again,) = isolated.launches(k, [ARGS()], device=DEV)
+    assert done.error is None and again.error is None and isolated._WORKER["proc"].pid == first
+    plant(monkeypatch, "import os; os._exit(7)", "helper_kernel")
+    (dead,) = isolated.launches(k, [ARGS()], device=DEV)
+    assert isinstance(dead.error, isolated.GpuFault) and dead.error.kind == "died"
+    monkeypatch.setattr(isolated, "rebuild_source", real)
+    (fresh,) = isolated.launches(k, [ARGS()], device=DEV)
+    assert fresh.error is None and isolated._WORKER["proc"].pid != first
+    second = isolated._WORKER["proc"].pid
+    monkeypatch.setenv("COURSE_SOME_SETTING", "changed")
+    (other,) = isolated.launches(k, [ARGS()], device=DEV)
+    assert other.error is None and isolated._WORKER["proc"].pid != second

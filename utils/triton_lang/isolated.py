@@ -5,8 +5,9 @@ Why: an illegal instruction (on Hopper, a TMA copy whose innermost start coordin
 16-byte boundary, :func:`utils.tma.rules.coords`), a misaligned or out-of-bounds address, are
 *sticky* CUDA errors: every later CUDA call of that process fails, so a wrong kernel launched in
 the notebook's own process would force a restart of the Jupyter kernel (and in pytest, fail every
-later test). :func:`launches` runs the launches in ``python -m utils.triton_lang.isolated`` instead,
-with a timeout (a kernel that never finishes is stopped and reported as a hang), and gives back
+later test). :func:`launches` runs the launches in a child process instead (``python -m
+utils.triton_lang.isolated --serve``, kept warm between checks and started afresh after a launch that
+stopped its GPU, a crash or a hang), with a timeout (a kernel that never finishes is stopped and reported as a hang), and gives back
 what each launch did: the tensors it wrote (copied into the caller's tensors), the Python exception
 it raised (re-raised here under the same type name, :class:`KernelRaised`, so that a compile error
 explains itself as before), or a :class:`GpuFault` (the GPU stopped, the child died or hung).
@@ -32,6 +33,7 @@ as it did before this module existed (:class:`Unrebuildable` says why).
 from __future__ import annotations
 
 import ast
+import atexit
 import builtins
 import inspect
 import json
@@ -433,31 +435,69 @@ def _fault_words(message: str) -> str:
     return (named or words or ["no message"])[0][:200]
 
 
+_WORKER: dict = {}      # the warm child: {"proc": Popen, "env": the environment it started with}
+
+
+def _worker(env: dict):
+    """The warm child process (``python -m utils.triton_lang.isolated --serve``): started once and
+    reused while it lives and the environment is unchanged, so torch, Triton and the CUDA context
+    start once, not per check. It exits after any launch that left its GPU unusable (a sticky
+    error), and is killed when a launch hangs; the next call starts a fresh one."""
+    p = _WORKER.get("proc")
+    if p is not None and p.poll() is None and _WORKER.get("env") == env:
+        return p
+    stop_worker()
+    p = subprocess.Popen([sys.executable, "-m", "utils.triton_lang.isolated", "--serve"], stdin=subprocess.PIPE,
+                         stdout=subprocess.DEVNULL, cwd=ROOT, env=env, text=True)
+    _WORKER.update(proc=p, env=env)
+    return p
+
+
+def stop_worker() -> None:
+    """Stop the warm child, if one runs (at exit, or before a fresh one)."""
+    p = _WORKER.pop("proc", None)
+    if p is not None and p.poll() is None:
+        p.kill()
+        p.wait()
+
+
+atexit.register(stop_worker)
+
+
 def _wait(d: pathlib.Path, n: int, timeout_s: float, hang_s: float):
-    """Run the child on job folder ``d``; return (exit status or None if killed, why it was killed
-    or "")."""
+    """Run job folder ``d`` in the warm child; return (0 when it finished, the child's exit status
+    if it died, None if it was killed; why it was killed or "")."""
     env = dict(os.environ, PYTHONPATH=os.pathsep.join(p for p in (str(ROOT), os.environ.get("PYTHONPATH")) if p))
-    with open(d / "stdout.txt", "wb") as out, open(d / "stderr.txt", "wb") as err:
-        p = subprocess.Popen([sys.executable, "-m", "utils.triton_lang.isolated", str(d)], stdout=out,
-                             stderr=err, stdin=subprocess.DEVNULL, cwd=ROOT, env=env)
-        start, waiting = time.monotonic(), {}
-        while True:
-            try:
-                return p.wait(timeout=0.1), ""
-            except subprocess.TimeoutExpired:
-                pass
-            now = time.monotonic()
-            why = ""
-            for i in range(n):
-                if (d / f"launched{i}").exists() and not (d / f"result{i}.json").exists():
-                    if now - waiting.setdefault(i, now) > hang_s:
-                        why = f"launch {i + 1} still running {hang_s:.0f} s after it started"
-            if not why and now - start > timeout_s:
-                why = f"the child still running after {timeout_s:.0f} s"
-            if why:
-                p.kill()
-                p.wait()
-                return None, why
+    for f in ("stdout.txt", "stderr.txt"):
+        (d / f).touch()
+    p = _worker(env)
+    try:
+        p.stdin.write(str(d) + "\n")
+        p.stdin.flush()
+    except (BrokenPipeError, OSError):          # it died between two jobs: one fresh start
+        stop_worker()
+        p = _worker(env)
+        p.stdin.write(str(d) + "\n")
+        p.stdin.flush()
+    start, waiting = time.monotonic(), {}
+    while True:
+        if (d / "done").exists():
+            return 0, ""
+        rc = p.poll()
+        if rc is not None:
+            return rc, ""
+        time.sleep(0.02)
+        now = time.monotonic()
+        why = ""
+        for i in range(n):
+            if (d / f"launched{i}").exists() and not (d / f"result{i}.json").exists():
+                if now - waiting.setdefault(i, now) > hang_s:
+                    why = f"launch {i + 1} still running {hang_s:.0f} s after it started"
+        if not why and now - start > timeout_s:
+            why = f"the child still running after {timeout_s:.0f} s"
+        if why:
+            stop_worker()
+            return None, why
 
 
 def _alive() -> bool:
@@ -510,5 +550,30 @@ def _child(folder: str) -> None:
         report(i, ok=True)
 
 
-if __name__ == "__main__":          # the child: python -m utils.triton_lang.isolated JOB_FOLDER
-    _child(sys.argv[1])
+def _serve() -> None:
+    """The warm child: run each job folder named on stdin (one a line) with its output going to the
+    folder's ``stdout.txt`` / ``stderr.txt``, mark it ``done``; exit at end of input, or after a
+    job that left the GPU unusable."""
+    import torch
+    torch.zeros(1)               # started once: what makes the child warm
+    saved = os.dup(1), os.dup(2)
+    for line in sys.stdin:
+        d = pathlib.Path(line.strip())
+        with open(d / "stdout.txt", "ab") as out, open(d / "stderr.txt", "ab") as err:
+            sys.stdout.flush(), sys.stderr.flush()
+            os.dup2(out.fileno(), 1), os.dup2(err.fileno(), 2)
+            try:
+                _child(str(d))
+            finally:
+                sys.stdout.flush(), sys.stderr.flush()
+                os.dup2(saved[0], 1), os.dup2(saved[1], 2)
+        device = json.loads((d / "job.json").read_text())["device"]
+        faulted = any(json.loads(r.read_text()).get("fault") for r in d.glob("result*.json"))
+        usable = not faulted and (device == "cpu" or _alive())
+        (d / "done").touch()
+        if not usable:
+            os._exit(0)
+
+
+if __name__ == "__main__":          # the child: python -m utils.triton_lang.isolated (--serve | JOB_FOLDER)
+    _serve() if sys.argv[1] == "--serve" else _child(sys.argv[1])
