@@ -120,6 +120,23 @@ def test_two_devices_and_an_old_file(tmp_path, monkeypatch):
     assert pathlib.Path(docs[0]["path"]).parent.name == "nvidia-h100"
 
 
+def test_every_cell_shows_the_gpu_that_recorded_most(tmp_path, monkeypatch):
+    """Unset $COURSE_RESULTS_DEVICE: the device with recordings of the most notebooks, even where
+    another recorded a notebook later, so two cells of one notebook never show two GPUs; a notebook
+    it never recorded shows its most recent recording; the variable still wins."""
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    monkeypatch.delenv(results.DEVICE_ENV, raising=False)
+    assert results.default_device() is None
+    for stem in ("demo", "other", "third"):
+        write_device(tmp_path, H100, [ROW], "2026-11-21T00:00:00", stem=stem)
+    write_device(tmp_path, H200, [ROW], "2026-12-02T00:00:00", stem="demo")       # later, fewer files
+    write_device(tmp_path, H200, [ROW], "2026-12-02T00:00:00", stem="h200_only")
+    assert results.default_device() == "nvidia-h100-80gb-hbm3"
+    assert results.load("demo")["device"] == H100 and results.load("h200_only")["device"] == H200
+    monkeypatch.setenv(results.DEVICE_ENV, "h200")
+    assert results.load("demo")["device"] == H200
+
+
 @pytest.mark.parametrize("bad,match", [
     (dict(ROW, ratio_lo=0.98, ratio_hi=0.99), "ratio_lo <= ratio <= ratio_hi"),
     (dict(ROW, ratio_lo=0.95), "ratio_lo <= ratio <= ratio_hi"),

@@ -26,8 +26,9 @@ Python process) starts the file afresh, later ones in the same run add their row
 every row in a file was produced by the notebook's own code in that run.
 
 On the cpu tier a notebook shows one device's recording: ``$COURSE_RESULTS_DEVICE`` (e.g.
-``h100``) if set, else the most recent; its label names that device and the others that
-recorded the notebook. The results gallery shows every device side by side.
+``h100``) if set, else the GPU that recorded the most notebooks (:func:`default_device`), the
+same in every cell of the course (a notebook it never recorded shows its most recent recording);
+its label names that device and the others that recorded the notebook. The results gallery shows every device side by side.
 """
 from __future__ import annotations
 
@@ -162,16 +163,31 @@ def documents(stem: str) -> list:
     return [found[k] for k in sorted(found, key=lambda k: found[k]["device"])]
 
 
+def default_device() -> str | None:
+    """The device folder (slug) a cell shows when ``$COURSE_RESULTS_DEVICE`` is unset: the one
+    holding recordings of the most notebooks (ties: the first by name), so that every cell of
+    every notebook shows the same GPU, not whichever recorded each file last. None without
+    device folders."""
+    if not results_dir().is_dir():
+        return None
+    counts = {p.name: len(list(p.glob("*.json"))) for p in results_dir().iterdir() if p.is_dir()}
+    counts = {k: v for k, v in counts.items() if v}
+    return min(counts, key=lambda k: (-counts[k], k)) if counts else None
+
 def load(stem: str, device: str | None = None) -> dict:
     """One recording of ``stem``: the device whose name or slug contains ``device`` (default
-    ``$COURSE_RESULTS_DEVICE``, else the most recent recording). The document's ``others``
+    ``$COURSE_RESULTS_DEVICE``, else :func:`default_device` where it recorded ``stem``, else the
+    most recent recording). The document's ``others``
     lists the other devices that recorded it. A missing file raises FileNotFoundError."""
     docs = all_docs = documents(stem)
     if not docs:
         raise FileNotFoundError(f"no recorded results for {stem!r} in {results_dir()}; they are "
                                 "made by running the notebook on a Hopper GPU with COURSE_RECORD=1")
     want = device or os.environ.get(DEVICE_ENV)
-    if want:
+    if not want:                                  # the course's default GPU, where it recorded this stem
+        mine = [d for d in docs if device_slug(d["device"]) == default_device()]
+        docs = mine or docs
+    else:
         hits = [d for d in docs if want.lower() in d["device"].lower()
                 or device_slug(want) in device_slug(d["device"])]
         if not hits:
