@@ -28,7 +28,8 @@ every row in a file was produced by the notebook's own code in that run.
 On the cpu tier a notebook shows one device's recording: ``$COURSE_RESULTS_DEVICE`` (e.g.
 ``h100``) if set, else the GPU that recorded the most notebooks (:func:`default_device`), the
 same in every cell of the course (a notebook it never recorded shows its most recent recording);
-its label names that device and the others that recorded the notebook. The results gallery shows every device side by side.
+its label names that device and the others that recorded the notebook. The results gallery
+shows every device side by side.
 """
 from __future__ import annotations
 
@@ -174,6 +175,7 @@ def default_device() -> str | None:
     counts = {k: v for k, v in counts.items() if v}
     return min(counts, key=lambda k: (-counts[k], k)) if counts else None
 
+
 def load(stem: str, device: str | None = None) -> dict:
     """One recording of ``stem``: the device whose name or slug contains ``device`` (default
     ``$COURSE_RESULTS_DEVICE``, else :func:`default_device` where it recorded ``stem``, else the
@@ -283,7 +285,7 @@ def full_run(environ=None) -> bool:
 
 def recording(stem: str, tier=None, any_device: bool = False) -> dict:
     """The recording of ``stem`` a cell shows instead of a live run: that of ``tier``'s GPU if it
-    made one, else as :func:`load` picks (``$COURSE_RESULTS_DEVICE``, else the latest); with
+    made one, else as :func:`load` picks (``$COURSE_RESULTS_DEVICE``, else :func:`default_device`); with
     ``any_device``, the latest of any device if the chosen one has none. Launches nothing."""
     own = getattr(tier, "device_name", None)
     docs = documents(stem)
@@ -304,6 +306,7 @@ def recorded(stem: str, why: str, tier=None, any_device: bool = False) -> tuple:
         raise ValueError("why must say why the recording is shown (e.g. 'FULL = False: ...')")
     doc = recording(stem, tier, any_device)
     return doc["rows"], f"{label(doc)} ({why})"
+
 
 def pick(rows: list, name: str, **match) -> dict:
     """The one row called ``name`` (optionally also matching other keys, e.g. dtype='float16')."""

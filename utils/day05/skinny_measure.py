@@ -232,6 +232,7 @@ def sweep(rows, label, stem, tier, full) -> tuple:
     got = [r for r in doc["rows"] if r["name"] in (CUBLAS, *STEPS)]
     return roofline(got, doc["device"]), f"{results.label(doc)} (the sweep over M and N: COURSE_FULL=1 measures it)"
 
+
 GAP_SHAPES = [(128, 4096, 4096), (128, 8192, 8192), (128, 16384, 16384)]
 FLUSHES = ("write", "read")
 

@@ -6,9 +6,9 @@ Why: an illegal instruction (on Hopper, a TMA copy whose innermost start coordin
 *sticky* CUDA errors: every later CUDA call of that process fails, so a wrong kernel launched in
 the notebook's own process would force a restart of the Jupyter kernel (and in pytest, fail every
 later test). :func:`launches` runs the launches in a child process instead (``python -m
-utils.triton_lang.isolated --serve``, kept warm between checks and started afresh after a launch that
-stopped its GPU, a crash or a hang), with a timeout (a kernel that never finishes is stopped and reported as a hang), and gives back
-what each launch did: the tensors it wrote (copied into the caller's tensors), the Python exception
+utils.triton_lang.isolated --serve``, kept warm between checks and started afresh after a launch
+that stopped its GPU, a crash or a hang), with a timeout (a kernel that never finishes is stopped
+and reported as a hang), and gives back what each launch did: the tensors it wrote (copied into the caller's tensors), the Python exception
 it raised (re-raised here under the same type name, :class:`KernelRaised`, so that a compile error
 explains itself as before), or a :class:`GpuFault` (the GPU stopped, the child died or hung).
 
