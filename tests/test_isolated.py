@@ -266,3 +266,16 @@ def test_the_child_stays_warm_between_checks_and_is_replaced_after_a_death(child
     monkeypatch.setenv("COURSE_SOME_SETTING", "changed")
     (other,) = isolated.launches(k, [ARGS()], device=DEV)
     assert other.error is None and isolated._WORKER["proc"].pid != second
+
+
+def test_a_child_that_cannot_start_says_why(child, monkeypatch, tmp_path):
+    """A child that dies before its first job (a broken environment) is reported with its last words."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'ImportError: no module named torch' >&2\nexit 5\n")
+    fake.chmod(0o755)
+    isolated.stop_worker()
+    monkeypatch.setattr(isolated.sys, "executable", str(fake))
+    (done,) = isolated.launches(helper_kernel(), [ARGS()], device=DEV)
+    assert isinstance(done.error, isolated.GpuFault) and done.error.kind == "died"
+    assert "exit status 5" in str(done.error) and "no module named torch" in str(done.error)
+    isolated.stop_worker()

@@ -447,9 +447,12 @@ def _worker(env: dict):
     if p is not None and p.poll() is None and _WORKER.get("env") == env:
         return p
     stop_worker()
-    p = subprocess.Popen([sys.executable, "-m", "utils.triton_lang.isolated", "--serve"], stdin=subprocess.PIPE,
-                         stdout=subprocess.DEVNULL, cwd=ROOT, env=env, text=True)
-    _WORKER.update(proc=p, env=env)
+    log = pathlib.Path(tempfile.gettempdir()) / f"isolated_worker_{os.getpid()}.log"
+    with open(log, "wb") as err:              # what it says outside a job (e.g. failing to start)
+        p = subprocess.Popen([sys.executable, "-m", "utils.triton_lang.isolated", "--serve"],
+                             stdin=subprocess.PIPE, stdout=subprocess.DEVNULL, stderr=err, cwd=ROOT,
+                             env=env, text=True)
+    _WORKER.update(proc=p, env=env, log=log)
     return p
 
 
@@ -484,7 +487,9 @@ def _wait(d: pathlib.Path, n: int, timeout_s: float, hang_s: float):
         if (d / "done").exists():
             return 0, ""
         rc = p.poll()
-        if rc is not None:
+        if rc is not None:                      # died: its words outside the job count too
+            with open(d / "stderr.txt", "ab") as err:
+                err.write(_WORKER["log"].read_bytes()[-2000:])
             return rc, ""
         time.sleep(0.02)
         now = time.monotonic()
