@@ -90,9 +90,12 @@ def test_measure_counters_rejects_unknown_kernels():
 
 
 def test_the_notebooks_full_switch_follows_the_recording_flag():
-    """One switch, FULL, near the top of notebook 05 (and 05b), on exactly when recording."""
+    """One switch, FULL, near the top of notebook 05 (and 05b), on when recording or when
+    COURSE_FULL=1 asks for the whole measurement (results.full_run, as 04, 06 and 07 use it)."""
+    for env, full in (({}, False), ({"COURSE_RECORD": "1"}, True), ({"COURSE_FULL": "1"}, True)):
+        assert results.full_run(env) is full
     for stem in ("05_gemm_ladder", "05b_ladder_lab_report"):
         nb = json.loads((results.ROOT / "solutions" / "day05_tma" / f"{stem}.ipynb").read_text())
         code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
-        assert 'FULL = os.environ.get("COURSE_RECORD") == "1"' in code[1], stem
+        assert re.search(r"^FULL = results\.full_run\(\)", code[1], re.M), stem
         assert sum(len(re.findall(r"^FULL\s*=", c, re.M)) for c in code) == 1, stem
