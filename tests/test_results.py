@@ -267,6 +267,24 @@ def test_a_stem_the_chosen_device_never_recorded(tmp_path, monkeypatch):
     assert results.record_or_load("demo", None, cpu, any_device=True)[1] == "recorded on NVIDIA H100, 2026-12-01"
 
 
+def test_a_recording_that_predates_the_rows_asked_for(tmp_path, monkeypatch):
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    new = dict(ROW, name="new contender")
+    write_device(tmp_path, "NVIDIA H100", [ROW, new], "2026-12-01T00:00:00")
+    write_device(tmp_path, "NVIDIA H200", [ROW], "2026-12-03T00:00:00")       # later, but without the new row
+    monkeypatch.setenv(results.DEVICE_ENV, "h200")
+    cpu = Tier("cpu", None, None, "")
+    with pytest.raises(KeyError, match="no rows named \\['new contender'\\]: re-record"):
+        results.record_or_load("demo", None, cpu, names=(ROW["name"], "new contender"))
+    rows, label = results.record_or_load("demo", None, cpu, names=(ROW["name"], "new contender"), any_device=True)
+    assert [r["name"] for r in rows] == [ROW["name"], "new contender"]
+    assert label.startswith("recorded on NVIDIA H100, 2026-12-01 (the recording on NVIDIA H200 has no rows named")
+    assert results.record_or_load("demo", None, cpu, names=(ROW["name"],), any_device=True)[1].startswith(
+        "recorded on NVIDIA H200, 2026-12-03")                              # rows it has: its own
+    with pytest.raises(KeyError, match="re-record"):                        # no device has them: say so
+        results.record_or_load("demo", None, cpu, names=("nobody's",), any_device=True)
+
+
 def test_format_table_keeps_long_names_apart_from_the_shape():
     long = dict(ROW, name="thread-driven copy (16 B/thread), a long name")
     line = plots.format_table([ROW, long]).splitlines()[-1]

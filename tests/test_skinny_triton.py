@@ -126,6 +126,27 @@ def test_grouped(sizes, programs):
     _assert_grouped(c, a, b, sizes)
 
 
+@pytest.mark.parametrize("group_m", [1, 2, 3, 8])
+def test_grouped_tile_order_leaves_the_product_unchanged(group_m):
+    sizes, K, N = [50, 0, 7, 33], 64, 80   # 4, 0, 1, 3 row blocks of 16; 3 column blocks of 32 (the last partial)
+    a, b = _grouped_inputs(sizes, K, N, seed=group_m)
+    out = torch.full((sum(sizes), N), float("nan"), dtype=F16)
+    c = st.grouped(a, b, sizes, out=out, programs=5, BM=16, BN=32, BK=32, group_m=group_m)
+    _assert_grouped(c, a, b, sizes)
+
+
+@pytest.mark.parametrize("tiles_m, tiles_n, group_m", [(1, 1, 8), (4, 3, 1), (4, 3, 2), (5, 3, 2), (11, 56, 8), (3, 4, 8)])
+def test_tile_order_visits_every_tile_once_in_bands(tiles_m, tiles_n, group_m):
+    order = st.tile_order(tiles_m, tiles_n, group_m)
+    assert sorted(order) == [(m, n) for m in range(tiles_m) for n in range(tiles_n)]
+    if group_m == 1:
+        assert order == [(m, n) for m in range(tiles_m) for n in range(tiles_n)]      # row by row
+    band = group_m * tiles_n
+    for i, (m, n) in enumerate(order):     # tile i lies in band i // band, and walks down a column first
+        assert m // group_m == i // band
+    assert order[:min(group_m, tiles_m)] == [(m, 0) for m in range(min(group_m, tiles_m))]
+
+
 def test_grouped_with_only_empty_groups():
     a, b = _grouped_inputs([0, 0], 32, 16)
     c = st.grouped(a, b, [0, 0], programs=2, BM=16, BN=16, BK=32)
@@ -230,3 +251,6 @@ def test_grouped_refuses_bad_inputs():
         st.grouped(a, b, sizes, out=torch.empty(16, 16, dtype=F16), **kw)
     with pytest.raises(ValueError, match="group sizes must be ints >= 0"):
         st.grouped(a, b, [6, -1, 11], **kw)
+    for bad in (0, -2, 1.5, True, "8"):
+        with pytest.raises(ValueError, match="group_m .*must be an int >= 1"):
+            st.grouped(a, b, sizes, group_m=bad, **kw)

@@ -53,8 +53,8 @@ def test_small_configs_fit_99_kb_when_compiled_for_sm_120a():
     g = sm.grouped_config(rtx)
     sig = {"a_ptr": "*bf16", "b_ptr": "*bf16", "c_ptr": "*bf16", "offs_ptr": "*i32", "tile_start_ptr": "*i32",
            "G": "i32", "N": "i32", "K": "i32", "NUM_PROGS": "constexpr", "BM": "constexpr", "BN": "constexpr",
-           "BK": "constexpr"}
-    k = triton_compile(st.grouped_kernel, sig, dict(NUM_PROGS=170, BM=g["BM"], BN=g["BN"], BK=g["BK"]),
+           "BK": "constexpr", "GROUP_M": "constexpr"}
+    k = triton_compile(st.grouped_kernel, sig, dict(NUM_PROGS=170, BM=g["BM"], BN=g["BN"], BK=g["BK"], GROUP_M=g["group_m"]),
                        num_warps=g["num_warps"], num_stages=g["num_stages"], aligned=("a_ptr", "b_ptr", "c_ptr"),
                        arch=120)
     assert k.metadata.shared <= SMEM_12X

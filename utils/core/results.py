@@ -230,7 +230,8 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
     if given: every one of them must be there). Returns ``(rows, label)``: the label says
     measured now, or recorded on which device and when. With ``any_device=True``, a stem that the
     device chosen by ``$COURSE_RESULTS_DEVICE`` never recorded loads from the latest recording of
-    any device, and the label says so.
+    any device, and the label says so; so does a recording on the chosen device that lacks some of
+    ``names`` (it predates them): the latest recording that has them all is shown instead.
     """
     if needs == "ncu":        # the counters' kernels and metric names are Hopper's (sm_90a)
         from . import ncu
@@ -267,6 +268,13 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
         doc = dict(doc, chosen_missing=os.environ.get(DEVICE_ENV))
     rows = doc["rows"] if names is None else [r for r in doc["rows"] if r["name"] in names]
     missing = sorted(set(names or ()) - {r["name"] for r in rows})
+    if missing and any_device:               # the chosen device's recording predates these rows
+        having = [d for d in documents(stem) if set(names) <= {r["name"] for r in d["rows"]}]
+        if having:
+            newest = max(having, key=lambda d: d["date"])
+            rows = [r for r in newest["rows"] if r["name"] in names]
+            return rows, (f"{label(newest)} (the recording on {doc['device']} has no rows named "
+                          f"{missing}: it predates them)")
     if missing:
         raise KeyError(f"{doc['path']} has no rows named {missing}: re-record the notebook "
                        "(COURSE_RECORD=1 on a Hopper GPU)")

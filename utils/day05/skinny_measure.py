@@ -7,8 +7,10 @@
 * :func:`measure_gap`: cuBLAS and the narrow tiles at :data:`GAP_SHAPES`, timed once after a
   written L2 flush and once after a read one (what part of the time above the ceiling is the
   flush's dirty lines written back inside the timed call?);
-* :func:`measure_grouped`: the grouped (MoE) GEMM against a loop of cuBLAS calls (plain, and
-  captured in a CUDA graph), ``torch._grouped_mm`` where torch has it, on :data:`MIXES`;
+* :func:`measure_grouped`: the grouped (MoE) GEMM, its tiles row by row and in bands of 8 rows
+  (one change), against a loop of cuBLAS calls (plain, and captured in a CUDA graph),
+  ``torch._grouped_mm`` where torch has it, on :data:`MIXES`; :func:`measure_grouped_dram`: the
+  bytes each tile order reads from DRAM (Nsight Compute);
 * :func:`measure_descriptor_modes` and :func:`measure_race`: the raw CUDA kernels of
   ``utils/tma/update_kernels.cu`` (where a descriptor comes from, what a missing fence does).
 """
@@ -277,14 +279,30 @@ MIXES = {  # name: (groups, tokens, top_k, K, N); sizes drawn by mix_sizes
     "64 experts, 4096 tokens, top-8 (K 7168, N 2048)": (64, 4096, 8, 7168, 2048),
     "8 experts, 4096 tokens, top-2 (K 4096, N 14336)": (8, 4096, 2, 4096, 14336),
 }
-LOOP, GRAPH, GROUPED_MM, TRITON_GROUPED = ("cuBLAS loop (torch.mm per group)", "cuBLAS loop in a CUDA graph",
-                                           "torch._grouped_mm", "Triton grouped, device-built descriptors")
-GROUPED_CFG = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3)
+LOOP, GRAPH, GROUPED_MM = "cuBLAS loop (torch.mm per group)", "cuBLAS loop in a CUDA graph", "torch._grouped_mm"
+ROW_BY_ROW = "Triton grouped, tiles row by row"            # group_m = 1
+TRITON_GROUPED = "Triton grouped, tiles in bands of 8 rows"   # group_m = 8: the one change from ROW_BY_ROW
+GROUPED_CFG = dict(BM=128, BN=256, BK=64, num_warps=8, num_stages=3, group_m=8)
+LARGE_MIX = "8 experts, 4096 tokens, top-2 (K 4096, N 14336)"
+GROUPED_TARGETS = {mix: 1.0 if mix == LARGE_MIX else 1.2 for mix in MIXES}   # x the cuBLAS loop (issue 40)
+DRAM_ROWS = {ROW_BY_ROW: "ncu: tiles row by row", TRITON_GROUPED: "ncu: tiles in bands of 8 rows"}
 
 
 def grouped_config(tier=None) -> dict:
     """:data:`GROUPED_CFG`, or 128 x 128 tiles on a GPU with 99 KB of shared memory per block."""
     return dict(GROUPED_CFG, BN=128) if small_smem(tier) else dict(GROUPED_CFG)
+
+
+def grouped_inputs(mix, seed=0, device="cuda") -> tuple:
+    """``(sizes, a, b)`` for mix ``mix`` of :data:`MIXES` in bf16: the same draws every measurement
+    of the notebook uses (seeded by the mix's position)."""
+    import torch
+    i = list(MIXES).index(mix)
+    G, tokens, top_k, K, N = MIXES[mix]
+    sizes = mix_sizes(G, tokens, top_k, seed=seed + i)
+    a = bench.randn((sum(sizes), K), torch.bfloat16, device, seed=seed + 10 + i)
+    b = bench.randn((G, K, N), torch.bfloat16, device, seed=seed + 20 + i)
+    return sizes, a, b
 
 
 def mix_sizes(groups, tokens, top_k, seed=0) -> list:
@@ -335,19 +353,20 @@ def grouped_contenders(a, b, sizes) -> dict:
         cons[GROUPED_MM] = lambda: torch._grouped_mm(a, b, offs=ends)
     cfg = grouped_config()
     plan = st.grouped_plan(sizes, b.shape[2], cfg["BM"], cfg["BN"], a.device)   # routing metadata,
-    cons[TRITON_GROUPED] = lambda: st.grouped(a, b, plan=plan, **cfg)           # made once (on the GPU in a model)
+    cons[ROW_BY_ROW] = lambda: st.grouped(a, b, plan=plan, **dict(cfg, group_m=1))   # made once (on the GPU in a model)
+    cons[TRITON_GROUPED] = lambda: st.grouped(a, b, plan=plan, **cfg)
     return cons
 
 
 def measure_grouped(mixes=None, dtype="bfloat16", reps=30, seed=0) -> list:
     """Rows per (mix, contender): time, TFLOP/s (2 x rows x K x N summed over groups), ratio to the
     plain cuBLAS loop. Outputs are poisoned (NaN) before each checked call."""
-    import torch
+    if dtype != "bfloat16":
+        raise ValueError(f"the grouped mixes are measured in bfloat16 (torch._grouped_mm's dtype), got {dtype!r}")
     rows = []
-    for i, (mix, (G, tokens, top_k, K, N)) in enumerate((mixes or MIXES).items()):
-        sizes = mix_sizes(G, tokens, top_k, seed=seed + i)
-        a = bench.randn((sum(sizes), K), getattr(torch, dtype), "cuda", seed=seed + 10 + i)
-        b = bench.randn((G, K, N), getattr(torch, dtype), "cuda", seed=seed + 20 + i)
+    for mix in (mixes or MIXES):
+        G, tokens, top_k, K, N = MIXES[mix]
+        sizes, a, b = grouped_inputs(mix, seed)
         cons = grouped_contenders(a, b, sizes)
         for name, fn in cons.items():
             if name in (LOOP, GRAPH):
@@ -358,6 +377,45 @@ def measure_grouped(mixes=None, dtype="bfloat16", reps=30, seed=0) -> list:
         for r in got:
             r.update(mix=mix, groups=G, sizes=sizes, launches=G if r["name"] in (LOOP, GRAPH) else 1)
         rows += got
+    return rows
+
+
+def run_grouped_orders(mix=LARGE_MIX, seed=0) -> None:
+    """One launch of each tile order on ``mix`` (ROW_BY_ROW first), each output checked: the
+    process :func:`measure_grouped_dram` profiles."""
+    import torch
+    from . import skinny_triton as st
+    sizes, a, b = grouped_inputs(mix, seed)
+    cfg = grouped_config()
+    plan = st.grouped_plan(sizes, b.shape[2], cfg["BM"], cfg["BN"], a.device)
+    for group_m in (1, cfg["group_m"]):
+        out = torch.full((a.shape[0], b.shape[2]), float("nan"), dtype=a.dtype, device=a.device)
+        st.grouped(a, b, plan=plan, out=out, **dict(cfg, group_m=group_m))
+        check_grouped(f"group_m={group_m}", out, a, b, sizes)
+
+
+def measure_grouped_dram(mix=LARGE_MIX, seed=0) -> list:
+    """Bytes each tile order reads from DRAM and from L2 in one launch on ``mix`` (Nsight Compute,
+    caches flushed before each launch), beside the bytes of A and of B: rows named
+    :data:`DRAM_ROWS`, ``value`` the GB read from DRAM, ``times_b`` that over B's size."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    G, tokens, top_k, K, N = MIXES[mix]
+    sizes = mix_sizes(G, tokens, top_k, seed=seed + list(MIXES).index(mix))
+    code = f"from utils.day05 import skinny_measure as m; m.run_grouped_orders({mix!r}, {seed})"
+    kernels = ncu.profile([sys.executable, "-c", code], "grouped_kernel", metrics=ncu.L2_DRAM,
+                          cwd=pathlib.Path(__file__).resolve().parents[2])
+    if len(kernels) != 2:
+        raise RuntimeError(f"expected 2 profiled launches of grouped_kernel, ncu reported {len(kernels)}")
+    a_bytes, b_bytes = 2 * sum(sizes) * K, 2 * G * K * N
+    rows = []
+    for name, k in zip((ROW_BY_ROW, TRITON_GROUPED), kernels):
+        dram = k["dram__bytes_read.sum"]
+        rows.append(dict(name=DRAM_ROWS[name], contender=name, metric="GB read from DRAM", value=dram / 1e9,
+                         l2_read_gb=k["lts__t_sectors_op_read.sum"] * ncu.SECTOR_BYTES / 1e9,
+                         dram_write_gb=k["dram__bytes_write.sum"] / 1e9, a_gb=a_bytes / 1e9, b_gb=b_bytes / 1e9,
+                         times_b=dram / b_bytes, mix=mix, sizes=sizes, shape=[sum(sizes), N, K], dtype="bfloat16"))
     return rows
 
 

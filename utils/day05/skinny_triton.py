@@ -7,9 +7,10 @@ split-K whose partial tiles are combined by TMA reduce-add stores, and a persist
   more it ADDS it into C with ``c_desc.atomic_add`` (PTX ``cp.reduce.async.bulk.tensor ... .add``,
   SASS ``UTMAREDG``). C must hold zeros first. :func:`skinny` launches it.
 * :func:`grouped_kernel`: one persistent program per SM walks the tiles of all groups; for each
-  tile it makes the group's descriptors with ``tl.make_tensor_descriptor`` (a 128-byte
+  group it meets it makes the group's descriptors with ``tl.make_tensor_descriptor`` (a 128-byte
   descriptor written on the device: ``tensormap.replace`` + proxy fences, read in the notebook's
-  PTX). :func:`grouped` launches it.
+  PTX), and takes the group's tiles in columns of ``GROUP_M`` row blocks (:func:`tile_of`) so
+  the programs running together share B's columns in L2. :func:`grouped` launches it.
 
 Both are checked against float64 references (:mod:`utils.day05.skinny`) under the Triton
 interpreter on a CPU and on the GPU at full size in the notebook.
@@ -158,33 +159,60 @@ def streamk(a, b, *, programs=None, BM=128, BN=64, BK=64, num_warps=4, num_stage
 
 @triton.jit
 def grouped_kernel(a_ptr, b_ptr, c_ptr, offs_ptr, tile_start_ptr, G, N, K, NUM_PROGS: tl.constexpr,
-                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr):
+                   BM: tl.constexpr, BN: tl.constexpr, BK: tl.constexpr, GROUP_M: tl.constexpr):
     """Persistent grouped GEMM: C[offs[g]:offs[g+1]] = A[offs[g]:offs[g+1]] @ B[g] for every group g.
 
     A (total_M, K) and C (total_M, N) hold the groups' rows one after another (tokens sorted by
     expert), B is (G, K, N). ``tile_start[g]`` is the first tile of group g (cumulative, G + 1
-    entries). Program p takes tiles p, p + NUM_PROGS, ...; a group's descriptors have ITS row
-    count, so a tile that runs past the group's last row loads zeros (TMA out-of-bounds fill) and
-    its store is clipped at that row: no masks, no padding.
+    entries). Program p takes tiles p, p + NUM_PROGS, ... of the whole list; it makes a group's
+    three descriptors once, when it meets the group. They have the GROUP's row count, so a tile
+    that runs past the group's last row loads zeros (TMA out-of-bounds fill) and its store is
+    clipped at that row: no masks, no padding.
+
+    Inside a group, tile number ``local`` is placed in columns of ``GROUP_M`` row blocks
+    (:func:`tile_of`): ``GROUP_M = 1`` walks the group row by row (every row block streams all of
+    B[g] again); ``GROUP_M = 8`` lets the programs running together share B[g]'s columns in L2.
     """
     pid = tl.program_id(0)
-    total = tl.load(tile_start_ptr + G)
     tiles_n = tl.cdiv(N, BN)
-    g = 0
-    for t in range(pid, total, NUM_PROGS):
-        while tl.load(tile_start_ptr + g + 1) <= t:      # tiles come in increasing order: g only grows
-            g += 1
-        row0 = tl.load(offs_ptr + g)
-        rows = tl.load(offs_ptr + g + 1) - row0
-        local = t - tl.load(tile_start_ptr + g)
-        off_m, off_n = (local // tiles_n) * BM, (local % tiles_n) * BN
-        a_desc = tl.make_tensor_descriptor(a_ptr + row0 * K, shape=[rows, K], strides=[K, 1], block_shape=[BM, BK])
-        b_desc = tl.make_tensor_descriptor(b_ptr + g * K * N, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
-        c_desc = tl.make_tensor_descriptor(c_ptr + row0 * N, shape=[rows, N], strides=[N, 1], block_shape=[BM, BN])
-        acc = tl.zeros((BM, BN), dtype=tl.float32)
-        for kt in range(0, tl.cdiv(K, BK)):
-            acc = tl.dot(a_desc.load([off_m, kt * BK]), b_desc.load([kt * BK, off_n]), acc)
-        c_desc.store([off_m, off_n], acc.to(c_desc.dtype))
+    for g in range(G):
+        t0 = tl.load(tile_start_ptr + g)
+        t1 = tl.load(tile_start_ptr + g + 1)
+        first = t0 + (pid + NUM_PROGS - t0 % NUM_PROGS) % NUM_PROGS     # this program's first tile >= t0
+        if first < t1:
+            row0 = tl.load(offs_ptr + g)
+            rows = tl.load(offs_ptr + g + 1) - row0
+            a_desc = tl.make_tensor_descriptor(a_ptr + row0 * K, shape=[rows, K], strides=[K, 1], block_shape=[BM, BK])
+            b_desc = tl.make_tensor_descriptor(b_ptr + g * K * N, shape=[K, N], strides=[N, 1], block_shape=[BK, BN])
+            c_desc = tl.make_tensor_descriptor(c_ptr + row0 * N, shape=[rows, N], strides=[N, 1], block_shape=[BM, BN])
+            for t in range(first, t1, NUM_PROGS):
+                bm, bn = tile_of(t - t0, tl.cdiv(rows, BM), tiles_n, GROUP_M)
+                acc = tl.zeros((BM, BN), dtype=tl.float32)
+                for kt in range(0, tl.cdiv(K, BK)):
+                    acc = tl.dot(a_desc.load([bm * BM, kt * BK]), b_desc.load([kt * BK, bn * BN]), acc)
+                c_desc.store([bm * BM, bn * BN], acc.to(c_desc.dtype))
+
+
+@triton.jit
+def tile_of(local, tiles_m, tiles_n, GROUP_M: tl.constexpr):
+    """(row block, column block) of a group's tile number ``local``: tiles are numbered down
+    columns ``GROUP_M`` row blocks tall (the last band may be shorter), bands one after another."""
+    band = GROUP_M * tiles_n
+    first_m = (local // band) * GROUP_M
+    height = tl.minimum(tiles_m - first_m, GROUP_M)
+    return first_m + (local % band) % height, (local % band) // height
+
+
+def tile_order(tiles_m, tiles_n, group_m) -> list:
+    """:func:`tile_of` in Python, for the notebook and the tests: ``[(row block, column block)]``
+    in tile-number order."""
+    out = []
+    for local in range(tiles_m * tiles_n):
+        band = group_m * tiles_n
+        first_m = (local // band) * group_m
+        height = min(tiles_m - first_m, group_m)
+        out.append((first_m + (local % band) % height, (local % band) // height))
+    return out
 
 
 def group_tiles(sizes, N, BM, BN) -> list:
@@ -215,10 +243,11 @@ def grouped_plan(sizes, N, BM, BN, device) -> dict:
 
 
 def grouped(a, b, sizes=None, *, plan=None, out=None, programs=None, BM=128, BN=128, BK=64, num_warps=4,
-            num_stages=4):
+            num_stages=4, group_m=8):
     """Run :func:`grouped_kernel`: ``a`` (sum(sizes), K), ``b`` (G, K, N), ``sizes`` the rows of
     each group (ints >= 0), or a ``plan`` from :func:`grouped_plan` made for the same sizes, N
-    and tile. ``programs``: persistent programs (default: the SM count)."""
+    and tile. ``programs``: persistent programs (default: the SM count). ``group_m``: the height
+    of the tile order's columns in row blocks (1: row by row)."""
     import torch
     from ..triton_lang.compat import set_device_allocator
     if getattr(b, "ndim", None) != 3:
@@ -244,6 +273,8 @@ def grouped(a, b, sizes=None, *, plan=None, out=None, programs=None, BM=128, BN=
                          f"{N * a.element_size()} B must be multiples of 16 B (a TMA rule)")
     if not (a.is_contiguous() and b.is_contiguous()):
         raise ValueError("a and b must be contiguous")
+    if isinstance(group_m, bool) or not isinstance(group_m, int) or group_m < 1:
+        raise ValueError(f"group_m (row blocks per column of the tile order) must be an int >= 1, got {group_m!r}")
     out = torch.empty((a.shape[0], N), dtype=a.dtype, device=a.device) if out is None else out
     if tuple(out.shape) != (a.shape[0], N) or not out.is_contiguous():
         raise ValueError(f"out must be a contiguous ({a.shape[0]}, {N}) tensor")
@@ -251,5 +282,5 @@ def grouped(a, b, sizes=None, *, plan=None, out=None, programs=None, BM=128, BN=
     if programs is None:
         programs = torch.cuda.get_device_properties(a.device).multi_processor_count if a.device.type == "cuda" else 4
     grouped_kernel[(programs,)](a, b, out, plan["offs"], plan["tile_start"], G, N, K, NUM_PROGS=programs,
-                                BM=BM, BN=BN, BK=BK, num_warps=num_warps, num_stages=num_stages)
+                                BM=BM, BN=BN, BK=BK, GROUP_M=group_m, num_warps=num_warps, num_stages=num_stages)
     return out
