@@ -301,3 +301,19 @@ def test_a_short_live_run_shows_its_gpus_recorded_sweep(gpu):
 def test_the_full_run_and_a_recording_are_their_own_sweep(full, tma):
     rows = [{"name": sm.CUBLAS}]
     assert sm.sweep(rows, "lab", STEM, _Tier("NVIDIA H100 80GB HBM3", tma), full) == (rows, "lab")
+
+
+def test_padded_sizes_round_each_group_up_to_whole_tiles():
+    assert sm.padded_sizes([0, 1, 128, 129, 216]) == [0, 128, 128, 256, 256]
+    assert sm.padded_sizes([5, 17], BM=16) == [16, 32]
+    G, tokens, top_k, _, _ = sm.MIXES[sm.LARGE_MIX]
+    real = sm.mix_sizes(G, tokens, top_k, seed=list(sm.MIXES).index(sm.LARGE_MIX))
+    assert sum(sm.padded_sizes(real)) > sum(real)        # the large mix has partial tiles to pad
+
+
+def test_grouped_targets_and_names():
+    assert sm.GROUPED_TARGETS[sm.LARGE_MIX] == 1.0 and all(v == 1.2 for m, v in sm.GROUPED_TARGETS.items() if m != sm.LARGE_MIX)
+    assert set(sm.DRAM_ROWS) == {sm.ROW_BY_ROW, sm.TRITON_GROUPED}
+    assert sm.GROUPED_CFG["group_m"] == 8 and sm.grouped_config()["group_m"] == 8
+    with pytest.raises(ValueError, match="measured in bfloat16"):
+        sm.measure_grouped(dtype="float16")
