@@ -317,3 +317,25 @@ def test_grouped_targets_and_names():
     assert sm.GROUPED_CFG["group_m"] == 8 and sm.grouped_config()["group_m"] == 8
     with pytest.raises(ValueError, match="measured in bfloat16"):
         sm.measure_grouped(dtype="float16")
+
+
+def test_measure_grouped_dram_rows_from_ncu(monkeypatch):
+    """The rows from two profiled launches (ncu faked): valid result rows, in launch order."""
+    from utils.core import ncu, results
+    got = {}
+
+    def fake_profile(argv, kernel_regex, metrics, cwd=None, **kw):
+        got.update(argv=argv, regex=kernel_regex)
+        return [{"kernel": "grouped_kernel", "dram__bytes_read.sum": gb * 1e9, "dram__bytes_write.sum": 0.2e9,
+                 "lts__t_sectors_op_read.sum": 1e9, "lts__t_sectors_srcunit_tex_op_read.sum": 1e9} for gb in (3.0, 1.1)]
+    monkeypatch.setattr(ncu, "profile", fake_profile)
+    rows = sm.measure_grouped_dram()
+    results.validate_rows(rows)
+    assert [r["contender"] for r in rows] == [sm.ROW_BY_ROW, sm.TRITON_GROUPED]
+    assert [r["name"] for r in rows] == [sm.DRAM_ROWS[sm.ROW_BY_ROW], sm.DRAM_ROWS[sm.TRITON_GROUPED]]
+    b_bytes = 2 * 8 * 4096 * 14336
+    assert rows[0]["value"] == 3.0e9 and rows[0]["ratio"] == rows[0]["times_b"] == 3.0e9 / b_bytes
+    assert rows[1]["l2_read_gb"] == 32.0 and got["regex"] == "grouped_kernel" and "run_grouped_orders" in got["argv"][-1]
+    monkeypatch.setattr(ncu, "profile", lambda *a, **k: fake_profile(*a, **k)[:1])
+    with pytest.raises(RuntimeError, match="expected 2 profiled launches"):
+        sm.measure_grouped_dram()

@@ -397,7 +397,8 @@ def run_grouped_orders(mix=LARGE_MIX, seed=0) -> None:
 def measure_grouped_dram(mix=LARGE_MIX, seed=0) -> list:
     """Bytes each tile order reads from DRAM and from L2 in one launch on ``mix`` (Nsight Compute,
     caches flushed before each launch), beside the bytes of A and of B: rows named
-    :data:`DRAM_ROWS`, ``value`` the GB read from DRAM, ``times_b`` that over B's size."""
+    :data:`DRAM_ROWS`, ``value`` the bytes read from DRAM (``dram_read_gb`` in GB), ``times_b``
+    (= ``ratio``) that over B's size."""
     import pathlib
     import sys
     from ..core import ncu
@@ -412,8 +413,8 @@ def measure_grouped_dram(mix=LARGE_MIX, seed=0) -> list:
     rows = []
     for name, k in zip((ROW_BY_ROW, TRITON_GROUPED), kernels):
         dram = k["dram__bytes_read.sum"]
-        rows.append(dict(name=DRAM_ROWS[name], contender=name, metric="GB read from DRAM", value=dram / 1e9,
-                         reference="B's size", reference_value=b_bytes / 1e9, ratio=dram / b_bytes,
+        rows.append(dict(name=DRAM_ROWS[name], contender=name, metric="bytes", value=dram, dram_read_gb=dram / 1e9,
+                         reference="B's size", reference_value=b_bytes, ratio=dram / b_bytes,
                          l2_read_gb=k["lts__t_sectors_op_read.sum"] * ncu.SECTOR_BYTES / 1e9,
                          dram_write_gb=k["dram__bytes_write.sum"] / 1e9, a_gb=a_bytes / 1e9, b_gb=b_bytes / 1e9,
                          times_b=dram / b_bytes, mix=mix, sizes=sizes, shape=[sum(sizes), N, K], dtype="bfloat16"))
