@@ -67,7 +67,9 @@ NEEDS = {
     **_each("utils.day05.intake_measure.", "measure_counters measure_all", NCU),
     **_each("utils.day05.attention_measure.", "measure_ladder measure_backends launch_once", ("wgmma", "setmaxnreg")),
     "utils.day05.attention_measure.measure_counters": NCU,
-    **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap", TMA),
+    **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap measure_grouped_padded "
+            "run_grouped_orders", TMA),
+    "utils.day05.skinny_measure.measure_grouped_dram": NCU,
     **_each("utils.day05.skinny_measure.", "measure_descriptor_modes measure_race", ("tma", "tensormap_replace")),
     # day 5 · 02, Exercise 3b: the learner's kernel on the emulator (needs nothing) and on this GPU
     "utils.day05.tma_kernel_run.run_emulated": (),
