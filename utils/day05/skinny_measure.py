@@ -293,13 +293,19 @@ def grouped_config(tier=None) -> dict:
     return dict(GROUPED_CFG, BN=128) if small_smem(tier) else dict(GROUPED_CFG)
 
 
+def grouped_sizes(mix, seed=0) -> list:
+    """The rows per group of mix ``mix`` of :data:`MIXES`: :func:`mix_sizes` seeded by the mix's
+    position, the same draw in every measurement of the notebook."""
+    G, tokens, top_k, _, _ = MIXES[mix]
+    return mix_sizes(G, tokens, top_k, seed=seed + list(MIXES).index(mix))
+
+
 def grouped_inputs(mix, seed=0, device="cuda") -> tuple:
-    """``(sizes, a, b)`` for mix ``mix`` of :data:`MIXES` in bf16: the same draws every measurement
-    of the notebook uses (seeded by the mix's position)."""
+    """``(sizes, a, b)`` for mix ``mix`` of :data:`MIXES` in bf16 (:func:`grouped_sizes`)."""
     import torch
     i = list(MIXES).index(mix)
-    G, tokens, top_k, K, N = MIXES[mix]
-    sizes = mix_sizes(G, tokens, top_k, seed=seed + i)
+    G, _, _, K, N = MIXES[mix]
+    sizes = grouped_sizes(mix, seed)
     a = bench.randn((sum(sizes), K), torch.bfloat16, device, seed=seed + 10 + i)
     b = bench.randn((G, K, N), torch.bfloat16, device, seed=seed + 20 + i)
     return sizes, a, b
@@ -365,7 +371,7 @@ def measure_grouped(mixes=None, dtype="bfloat16", reps=30, seed=0) -> list:
         raise ValueError(f"the grouped mixes are measured in bfloat16 (torch._grouped_mm's dtype), got {dtype!r}")
     rows = []
     for mix in (mixes or MIXES):
-        G, tokens, top_k, K, N = MIXES[mix]
+        G, _, _, K, N = MIXES[mix]
         sizes, a, b = grouped_inputs(mix, seed)
         cons = grouped_contenders(a, b, sizes)
         for name, fn in cons.items():
@@ -402,8 +408,8 @@ def measure_grouped_dram(mix=LARGE_MIX, seed=0) -> list:
     import pathlib
     import sys
     from ..core import ncu
-    G, tokens, top_k, K, N = MIXES[mix]
-    sizes = mix_sizes(G, tokens, top_k, seed=seed + list(MIXES).index(mix))
+    G, _, _, K, N = MIXES[mix]
+    sizes = grouped_sizes(mix, seed)
     code = f"from utils.day05 import skinny_measure as m; m.run_grouped_orders({mix!r}, {seed})"
     kernels = ncu.profile([sys.executable, "-c", code], "grouped_kernel", metrics=ncu.L2_DRAM,
                           cwd=pathlib.Path(__file__).resolve().parents[2])
@@ -435,8 +441,8 @@ def measure_grouped_padded(mix=LARGE_MIX, reps=30, seed=0) -> list:
     :func:`measure_grouped`. Rows are named with :data:`PADDED`; ``padding`` is the MMA work the
     unpadded mix wastes on rows past a group's end (a fraction of the useful work)."""
     import torch
-    G, tokens, top_k, K, N = MIXES[mix]
-    real = mix_sizes(G, tokens, top_k, seed=seed + list(MIXES).index(mix))
+    G, _, _, K, N = MIXES[mix]
+    real = grouped_sizes(mix, seed)
     sizes = padded_sizes(real)
     a = bench.randn((sum(sizes), K), torch.bfloat16, "cuda", seed=seed + 30)
     b = bench.randn((G, K, N), torch.bfloat16, "cuda", seed=seed + 31)
