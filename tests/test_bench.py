@@ -296,10 +296,49 @@ def test_run_interleaved_fills_pace_when_the_clock_has_it():
     got = bench.run_interleaved(contenders(log), rounds=2, reps_per_round=3, warmup=0, warmup_ms=0,
                                 clock=clock, pace=pace)
     assert got["A"] == [[1.0] * 3] * 2
-    assert pace["A"] == [(0.2, 0.05)] * 6 and pace["B"] == [(0.1, 0.12)] * 6
+    assert pace["A"] == [(0.2, 0.05)] * bench.PACE_REPS and pace["B"] == [(0.1, 0.12)] * bench.PACE_REPS
     bench.run_interleaved(contenders([]), rounds=1, reps_per_round=1, warmup=0, warmup_ms=0,
                           clock=FakeClock(lambda name, n: 1.0), pace=(no_pace := {}))
     assert no_pace == {}                        # a clock without pace leaves it empty
+
+
+class QueueClock:
+    """A clock that logs what run_interleaved asks of it: ``drain`` (a read of nothing), ``timed``
+    (a repetition), ``read`` (times of a block) and ``pace`` (host/GPU of the handles given)."""
+
+    def __init__(self):
+        self.log = []
+
+    def time(self, fn):
+        self.log.append(("timed", fn()))
+        return fn
+
+    def read(self, handles):
+        self.log.append(("read", len(handles)) if handles else ("drain",))
+        return [1.0] * len(handles)
+
+    def pace(self, handles):
+        self.log.append(("pace", len(handles)))
+        return [(0.2, 0.05)] * len(handles)
+
+
+def test_pace_comes_from_repetitions_issued_onto_a_drained_queue():
+    """Back-pressure: once a fast host has filled the launch queue, every timed launch waits for a
+    free slot and its host time equals the GPU's, so the timed repetitions cannot tell who waited.
+    The pace is read from PACE_REPS more, issued after a drain, after the timed ones are read."""
+    clock, pace = QueueClock(), {}
+    bench.run_interleaved(contenders([]), rounds=2, reps_per_round=3, warmup=0, warmup_ms=0, settle_ms=0,
+                          clock=clock, pace=pace)
+    log = clock.log
+    last_read = max(i for i, e in enumerate(log) if e[0] == "read")
+    tail = log[last_read + 1:]
+    names = list(contenders([]))
+    want = []
+    for n in names:
+        want += [("drain",)] + [("timed", n)] * bench.PACE_REPS + [("pace", bench.PACE_REPS)]
+    assert tail == want
+    assert sum(1 for e in log[:last_read] if e[0] == "timed") == 2 * 3 * len(names)   # the timed ones, before
+    assert set(pace) == set(names) and all(len(p) == bench.PACE_REPS for p in pace.values())
 
 
 @pytest.mark.parametrize("pace, bound", [

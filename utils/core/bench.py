@@ -161,7 +161,11 @@ def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int 
 
     Returns ``{name: [[ms, ...] per round]}``. ``clock`` (default ``CudaClock()``) has
     ``time(fn) -> handle`` and ``read([handle]) -> [ms]``; if it also has ``pace`` and a dict
-    ``pace`` is given, it is filled with ``{name: [(GPU ms per repetition, host ms), ...]}``.
+    ``pace`` is given, it is filled with ``{name: [(GPU ms per repetition, host ms), ...]}`` from
+    :data:`PACE_REPS` more repetitions of each contender, issued after the timed ones onto a drained
+    queue. Not from the timed repetitions: once a host that is *faster* than the GPU has filled the
+    launch queue, each launch waits for a free slot, and its host time then equals the GPU's (every
+    contender would read host-bound, cuBLAS included: issue 40).
     """
     _check_order(order)
     _check_pacing(pacing)
@@ -187,11 +191,15 @@ def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int 
                 clock.time(fns[name])
         previous = name
         handles[name][r].append(clock.time(fns[name]))
+    times = {n: [clock.read(block) for block in blocks] for n, blocks in handles.items()}
     if pace is not None and hasattr(clock, "pace"):
-        pace.update({n: [p for block in blocks for p in clock.pace(block)] for n, blocks in handles.items()})
-    return {n: [clock.read(block) for block in blocks] for n, blocks in handles.items()}
+        for name, fn in fns.items():             # issued onto an idle GPU: the host's own time
+            clock.read([])                       # drain the queue (CudaClock.read synchronizes)
+            pace[name] = clock.pace([clock.time(fn) for _ in range(PACE_REPS)])
+    return times
 
 
+PACE_REPS = 8        # repetitions issued onto a drained queue to read the host's pace (few: the queue never fills)
 HOST_BOUND = 0.9     # host time per repetition at least this share of the GPU's: the GPU waited for it
 
 
@@ -205,6 +213,31 @@ def host_pace(pace: list) -> dict:
         raise ValueError("pace must be a non-empty list of (GPU ms >= 0, host ms >= 0) pairs")
     gpu, host = statistics.median(p[0] for p in pace), statistics.median(p[1] for p in pace)
     return {"gpu_ms_per_rep": gpu, "host_ms_per_rep": host, "host_bound": bool(host >= HOST_BOUND * gpu)}
+
+
+def as_graph(fn):
+    """Capture ``fn()`` (every kernel it launches, allocations included) in a CUDA graph; return
+    ``(replay, out)``: ``replay()`` re-runs the kernels and returns ``out``, the tensor the
+    captured call returned. The host's launch work is paid once, at capture, and a replay costs
+    the host a few microseconds whatever ``fn`` does in Python (decode-time inference runs its
+    layers this way). ``fn`` runs once before the capture (compile, warm up), on the capture's stream."""
+    import torch
+    if not callable(fn):
+        raise TypeError(f"fn must be callable, got {type(fn).__name__}")
+    _require_gpu()
+    stream = torch.cuda.Stream()
+    stream.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(stream):
+        fn()                                     # compile and warm up outside the capture
+        graph = torch.cuda.CUDAGraph()
+        with torch.cuda.graph(graph, stream=stream):
+            out = fn()
+    torch.cuda.current_stream().wait_stream(stream)
+
+    def replay():
+        graph.replay()
+        return out
+    return replay, out
 
 
 def _check_counts(warmup, reps, rounds=1):

@@ -22,6 +22,7 @@ import statistics
 import numpy as np
 
 from ..core import bench
+from ..core.bench import as_graph  # noqa: F401  (notebook 06 names sm.as_graph)
 from . import skinny
 
 CUBLAS = "cuBLAS (torch.matmul)"
@@ -137,27 +138,6 @@ def check_skinny(name, cfg, c, a, b) -> float:
         raise AssertionError(f"{name}: error {float(err.max()):.3g} exceeds the bound at some element "
                              f"(max error/bound = {worst:.2f}; {s} reduce-adds)")
     return worst
-
-
-def as_graph(fn):
-    """Capture ``fn()`` (every kernel it launches, allocations included) in a CUDA graph; return
-    ``(replay, out)``: ``replay()`` re-runs the kernels and returns ``out``, the tensor the
-    captured call returned. Decode-time inference runs its layers this way: the CPU's launch
-    work is paid once, at capture, and a replay costs the GPU time only."""
-    import torch
-    stream = torch.cuda.Stream()
-    stream.wait_stream(torch.cuda.current_stream())
-    with torch.cuda.stream(stream):
-        fn()                                     # compile and warm up outside the capture
-        graph = torch.cuda.CUDAGraph()
-        with torch.cuda.graph(graph, stream=stream):
-            out = fn()
-    torch.cuda.current_stream().wait_stream(stream)
-
-    def replay():
-        graph.replay()
-        return out
-    return replay, out
 
 
 def peak_tflops(device_name) -> float | None:
