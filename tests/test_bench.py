@@ -387,3 +387,26 @@ def test_cuda_clock_handles_without_a_gpu():
         assert clock.read(handles) == [2.0, 2.0]                        # start, the call, end
         assert [p[0] for p in clock.pace(handles)] == [3.0, 3.0]        # the repetition's event comes first
         assert all(p[1] >= 0 for p in clock.pace(handles))
+
+
+# ---- CUDA graphs: every contender the same few microseconds of host work ----
+
+@pytest.mark.parametrize("fn", [None, 3, "matmul"])
+def test_as_graph_refuses_what_it_cannot_call(fn):
+    with pytest.raises(TypeError, match="fn must be callable"):
+        bench.as_graph(fn)
+
+
+@pytest.mark.parametrize("calls", [0, -1, 1.5, 501, True])
+def test_host_us_per_call_refuses_counts_that_could_fill_the_queue(calls):
+    with pytest.raises(ValueError, match="calls must be an int in 1..500"):
+        bench.host_us_per_call(lambda: None, calls)
+
+
+def test_graphed_captures_every_contender(monkeypatch):
+    seen = []
+    monkeypatch.setattr(bench, "as_graph", lambda fn: (seen.append(fn) or (lambda: "replayed"), "out"))
+    fns = {"A": lambda: 1, "B": lambda: 2}
+    got = bench.graphed(fns)
+    assert list(got) == ["A", "B"] and seen == list(fns.values())
+    assert all(g() == "replayed" for g in got.values())

@@ -240,6 +240,33 @@ def as_graph(fn):
     return replay, out
 
 
+def graphed(fns: dict) -> dict:
+    """``{name: replay}``: each of ``fns`` captured in a CUDA graph (:func:`as_graph`), so every
+    contender costs the host the same few microseconds per call, whatever its Python launcher does
+    (rows timed so should say ``launch=LAUNCH_GRAPH``)."""
+    return {name: as_graph(fn)[0] for name, fn in fns.items()}
+
+
+LAUNCH_GRAPH = "CUDA graph replay"
+
+
+def host_us_per_call(fn, calls: int = 200) -> float:
+    """Host (CPU) microseconds one call of ``fn`` takes to return: the launch's Python and driver
+    work, not the kernel (synchronized before and after; ``calls`` launches are too few to fill
+    the GPU's launch queue, so no call waits for room in it)."""
+    import time
+    import torch
+    if not (type(calls) is int and 1 <= calls <= 500):          # bools refused
+        raise ValueError(f"calls must be an int in 1..500 (more could fill the launch queue), got {calls!r}")
+    torch.cuda.synchronize()
+    t0 = time.perf_counter()
+    for _ in range(calls):
+        fn()
+    t1 = time.perf_counter()
+    torch.cuda.synchronize()
+    return (t1 - t0) / calls * 1e6
+
+
 def _check_counts(warmup, reps, rounds=1):
     if not (isinstance(warmup, int) and warmup >= 0 and isinstance(reps, int) and reps >= 1):
         raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup!r}, reps={reps!r}")

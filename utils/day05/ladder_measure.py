@@ -79,28 +79,15 @@ def problem(n: int, tdt, names, device: str = "cuda", run=None) -> tuple:
     return c, reference(a, b), fns
 
 
-LAUNCH = "CUDA graph replay"
-
-
-def graphed(fns: dict) -> dict:
-    """``{name: replay}``: each call of ``fns`` captured in a CUDA graph (``bench.as_graph``), so
-    that every contender costs the host the same few microseconds. A CuteDSL launch from Python
-    (argument checks, tensor conversion) costs about as much host time as a 4096³ GEMM takes on
-    an H100; called directly, the GPU could wait for Python inside a timed interval."""
-    return {name: bench.as_graph(fn)[0] for name, fn in fns.items()}
-
-
 def host_us(fns: dict, calls: int = 50) -> dict:
-    """Host microseconds per call of each of ``fns`` (launched directly, ``calls`` in a row onto a
-    drained queue, which they do not fill)."""
-    from ..cute_dsl.measure import host_us_per_call
-    return {name: host_us_per_call(fn, calls) for name, fn in fns.items()}
+    """Host microseconds per direct call of each of ``fns`` (``bench.host_us_per_call``)."""
+    return {name: bench.host_us_per_call(fn, calls) for name, fn in fns.items()}
 
 
 def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=None, part: str = "ladder") -> list:
     """Rows (``part``) of TFLOP/s = 2 n^3 / time for cuBLAS and each kernel in ``names`` (default: the
     rungs), n^3 GEMMs; ``run`` as in :func:`problem`. Every contender is timed as a CUDA-graph
-    replay (:func:`graphed`; rows say ``launch``); ``host_us_per_call`` is what one direct call
+    replay (:func:`utils.core.bench.graphed`; rows say ``launch``); ``host_us_per_call`` is what one direct call
     costs the host (:func:`host_us`), ``gpu_ms_per_rep`` what a repetition costs the GPU."""
     import torch
     from tqdm.auto import tqdm
@@ -117,7 +104,7 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=N
                 bar.update()
 
             direct_us = host_us(contenders)
-            graphs = graphed(contenders)
+            graphs = bench.graphed(contenders)   # a CuteDSL launch from Python costs ~a 4096³ GEMM
 
             def check(name, out, ref):
                 check_close(name, out, want, n)
@@ -125,7 +112,7 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=N
                                 shape=(n, n, n), dtype=dt, check=check, reset=lambda: c.fill_(float("nan")),
                                 reps=reps, do_bench=True)          # do_bench's ratio beside ours (issue 40)
             for r in got:
-                r.update(part=part, launch=LAUNCH, host_us_per_call=direct_us[r["name"]])
+                r.update(part=part, launch=bench.LAUNCH_GRAPH, host_us_per_call=direct_us[r["name"]])
             rows += got
     bar.close()
     return rows
@@ -296,7 +283,7 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
 def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0, names=None) -> list:
     """Rows (``part="clocks"``, metric MHz): the SM clock and board power each kernel runs at when it
     runs alone, back to back, for ``seconds`` (cuBLAS and ``names``, default the rungs and the order
-    variants, each a CUDA-graph replay, :func:`graphed`; two passes, the second in reverse order, averaged), with its TFLOP/s over that window
+    variants, each a CUDA-graph replay, :func:`utils.core.bench.graphed`; two passes, the second in reverse order, averaged), with its TFLOP/s over that window
     and TFLOP/s per GHz (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
     import torch
     from tqdm.auto import tqdm
@@ -308,7 +295,7 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
     bar = tqdm(total=len(sizes) * 2 * len(names), desc=f"clock sampling, {seconds + 0.5:.1f} s per kernel", leave=False)
     for n in sizes:
         c, want, fns = problem(n, tdt, names[1:])
-        fns = graphed(fns)                                      # the host can't hold the GPU back
+        fns = bench.graphed(fns)                                    # the host can't hold the GPU back
         for name in names[1:]:                                  # compiled and checked before sampling
             c.fill_(float("nan"))
             check_close(name, fns[name](), want, n)
@@ -323,7 +310,7 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
             tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
             rows.append(dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
                              tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in got[name]],
-                             shape=[n, n, n], dtype=dtype, part="clocks", seconds=seconds, launch=LAUNCH))
+                             shape=[n, n, n], dtype=dtype, part="clocks", seconds=seconds, launch=bench.LAUNCH_GRAPH))
     bar.close()
     for r in rows:
         ref = next(q for q in rows if q["name"] == CUBLAS and q["shape"] == r["shape"])
