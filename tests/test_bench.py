@@ -410,3 +410,54 @@ def test_graphed_captures_every_contender(monkeypatch):
     got = bench.graphed(fns)
     assert list(got) == ["A", "B"] and seen == list(fns.values())
     assert all(g() == "replayed" for g in got.values())
+
+
+def test_a_replay_keeps_the_captured_call_and_its_inputs_alive(monkeypatch):
+    """A CUDA graph keeps addresses, not tensors: when only the captured call referenced its inputs,
+    dropping it freed them and the next allocation took their memory (a replay then read garbage:
+    notebook 05's clock cell, rung 2, 2026-11-27). The replay must hold the call."""
+    import contextlib
+    import gc
+    import weakref
+    import torch
+
+    class Inputs:
+        pass
+    fake_cuda = dict(Stream=lambda: type("S", (), {"wait_stream": lambda self, other: None})(),
+                     current_stream=lambda: type("S", (), {"wait_stream": lambda self, other: None})(),
+                     stream=lambda s: contextlib.nullcontext(), graph=lambda g, stream=None: contextlib.nullcontext(),
+                     CUDAGraph=lambda: type("G", (), {"replay": lambda self: None})())
+    for k, v in fake_cuda.items():
+        monkeypatch.setattr(torch.cuda, k, v)
+    monkeypatch.setattr(bench, "_require_gpu", lambda: None)
+    x = Inputs()
+    alive = weakref.ref(x)
+    replay, out = bench.as_graph(lambda x=x: "out")
+    del x
+    gc.collect()
+    assert alive() is not None and replay() == "out" == out
+    del replay
+    gc.collect()
+    assert alive() is None                     # held by the replay, nothing else
+
+
+# ---- the second opinion: do_bench windows, the reference's around each contender's ----
+
+def test_do_bench_rows_put_each_contender_between_two_reference_windows():
+    calls, ref_ms = [], iter([1.0, 1.2, 0.9])       # the reference drifts from window to window
+
+    def timer(fn):
+        calls.append(fn())
+        return next(ref_ms) if calls[-1] == "R" else {"A": 1.1, "B": 0.5}[calls[-1]]
+    fns = {"R": lambda: "R", "A": lambda: "A", "B": lambda: "B"}
+    got = bench.do_bench_rows(fns, "R", timer)
+    assert calls == ["R", "A", "R", "B", "R"]
+    assert got["A"]["do_bench_ratio"] == pytest.approx((1.0 * 1.2) ** 0.5 / 1.1)
+    assert got["B"]["do_bench_ratio"] == pytest.approx((1.2 * 0.9) ** 0.5 / 0.5)
+    assert got["A"]["do_bench_ref_ms"] == [1.0, 1.2] and got["B"]["do_bench_ref_ms"] == [1.2, 0.9]
+    assert got["R"] == {"do_bench_ms": 1.0, "do_bench_ratio": 1.0}      # the median of its windows
+
+
+def test_do_bench_rows_refuse_a_reference_that_is_not_a_contender():
+    with pytest.raises(ValueError, match="is not a contender"):
+        bench.do_bench_rows({"A": lambda: 0}, "R", lambda fn: 1.0)
