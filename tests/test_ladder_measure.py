@@ -79,9 +79,19 @@ def test_recorded_needs_a_reason_and_a_recording():
 
 
 @pytest.mark.parametrize("seconds", [0.5, 0, "2", None])
-def test_measure_clocks_rejects_windows_too_short_to_sample(seconds):
+@pytest.mark.parametrize("measure", ["measure_clocks", "measure_launch"])
+def test_clock_windows_too_short_to_sample_are_refused(measure, seconds):
     with pytest.raises(ValueError, match="seconds must be >= 1"):
-        LM.measure_clocks(seconds=seconds)
+        getattr(LM, measure)(seconds=seconds)
+
+
+def test_launch_pair_needs_both_launch_paths():
+    rows = [dict(part="launch", name="k", launch=how, value=1.0) for how in LM.LAUNCHES]
+    assert set(LM.launch_pair(rows, "k")) == set(LM.LAUNCHES)
+    with pytest.raises(KeyError, match="for both"):
+        LM.launch_pair(rows[:1], "k")
+    with pytest.raises(KeyError, match="for both"):
+        LM.launch_pair(rows, "other")
 
 
 def test_measure_counters_rejects_unknown_kernels():

@@ -55,7 +55,7 @@ NEEDS = {
     **_each("utils.day05.copy_measure.", "measure_copies measure_settings measure_order measure_big run_once "
             "run_after_flush launcher", ("tma", "big_smem")),
     **_each("utils.day05.copy_measure.", "measure_counters measure_after_flush", NCU),
-    **_each("utils.day05.ladder_measure.", "measure_ladder launch_each launch_once measure measure_clocks", WGMMA),
+    **_each("utils.day05.ladder_measure.", "measure_ladder launch_each launch_once measure measure_clocks measure_launch", WGMMA),
     "utils.day05.harness_study.measure": WGMMA,
     **_each("utils.day05.ladder_measure.", "measure_counters profile_launches", NCU),
     "utils.day05.multicast_measure.measure_feed": MULTICAST,

@@ -321,6 +321,53 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
     return rows
 
 
+LAUNCH_STEM = "05_gemm_ladder_launch"
+LAUNCHES = ("direct", bench.LAUNCH_GRAPH)
+
+
+def measure_launch(n: int = 4096, dtype: str = "float16", seconds: float = 2.5, names=None) -> list:
+    """One change, the launch path: cuBLAS and ``names`` (default rung 6) run alone as in
+    :func:`measure_clocks`, each called directly from Python and as a CUDA-graph replay (two passes,
+    the second in reverse order, averaged). Rows (``part="launch"``, metric MHz, ``launch`` says
+    which) carry the clock, the power, TFLOP/s, TFLOP/s per GHz and ``host_us_per_call``: what a
+    direct call costs the host. :func:`_run_for` synchronizes every 10 calls, so a direct launcher
+    leaves the GPU idle while its first call of each ten is issued; idle cycles still tick the clock."""
+    from ..cute_dsl import ladder
+    import torch
+    if not (isinstance(seconds, (int, float)) and seconds >= 1):
+        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    names = [ladder.ORDER_BASE] if names is None else list(names)
+    c, want, direct = problem(n, getattr(torch, dtype), names)
+    host = host_us(direct)                                # also the first call of each (compiles)
+    fns = {(name, LAUNCHES[0]): f for name, f in direct.items()}
+    fns.update({(name, LAUNCHES[1]): f for name, f in bench.graphed(direct).items()})
+    for (name, how), f in fns.items():                    # every output checked, both launch paths
+        c.fill_(float("nan"))
+        check_close(f"{name} ({how})", f(), want, n)
+    got = {key: [] for key in fns}
+    for order in (list(fns), list(fns)[::-1]):
+        for key in order:
+            _run_for(fns[key], 0.5)
+            got[key].append(_sample_gpu(fns[key], seconds))
+    rows = []
+    for (name, how), passes in got.items():
+        s = {k: sum(p[k] for p in passes) / len(passes) for k in ("mhz", "watts", "calls_per_s")}
+        tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
+        rows.append(dict(name=name, launch=how, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
+                         tflops_per_ghz=tflops / (s["mhz"] / 1e3), host_us_per_call=host[name],
+                         passes=[p["mhz"] for p in passes], shape=[n, n, n], dtype=dtype, part="launch",
+                         seconds=seconds))
+    return rows
+
+
+def launch_pair(rows: list, name: str) -> dict:
+    """``{launch: row}`` of ``name`` in :func:`measure_launch` rows."""
+    got = {r["launch"]: r for r in rows if r.get("part") == "launch" and r["name"] == name}
+    if set(got) != set(LAUNCHES):
+        raise KeyError(f"no launch rows of {name!r} for both {LAUNCHES}; have {sorted(got)}")
+    return got
+
+
 PEAK_FLOPS_PER_SM_CLOCK = 4096      # dense fp16/bf16 wgmma, per SM per cycle (datasheet, not measured)
 
 
