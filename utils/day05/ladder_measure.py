@@ -357,6 +357,9 @@ def measure_launch(n: int = 4096, dtype: str = "float16", seconds: float = 2.5, 
                          tflops_per_ghz=tflops / (s["mhz"] / 1e3), host_us_per_call=host[name],
                          passes=[p["mhz"] for p in passes], shape=[n, n, n], dtype=dtype, part="launch",
                          seconds=seconds))
+    for r in rows:                       # ratio: clock over cuBLAS's clock, launched the same way
+        ref = next(q for q in rows if q["name"] == CUBLAS and q["launch"] == r["launch"])
+        r.update(reference=CUBLAS, reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
 
 
