@@ -48,7 +48,6 @@ DAY5_COPY = Chart("copies: bandwidth / memcpy timed in the same run (8192 x 8192
     *_bars("01_tma_concepts", MEMCPY, [("Triton plain copy", "Triton plain copy"), ("Triton TMA copy", "Triton TMA copy")]),
     *_bars("02_descriptors_cupy", MEMCPY, [("CUDA thread-driven copy", "thread-driven copy (16 B/thread)"),
                                            ("CUDA TMA, pipelined", "TMA pipelined (4 stages)")]),
-    *_bars("04_cutedsl_tma_gemm", MEMCPY, [("CuteDSL TMA tile copy, row order", "CuteDSL TMA tile copy (128 x 64), row-order tiles")]),
 ])
 _G = [8192] * 3
 DAY5_GEMM = Chart("GEMMs, 8192³ fp16: TFLOP/s / cuBLAS timed in the same run", [
@@ -152,6 +151,7 @@ ON_DEMAND = {
     "05_gemm_ladder_copy": "the lab report 05b §1, a copy at memcpy speed",
     "05_gemm_ladder_copy_1gib": "the lab report 05b §1.2, the copy at 1 GiB",
     "05_gemm_ladder_persistent": "05 §5, rung 6 in two changes",
+    "05_gemm_ladder_launch": "05 §5, the launch path: called directly from Python against CUDA-graph replays",
     "08_below_ptx": "08, counters and the debugging lab's subprocesses",
     "08_below_ptx_emu_fidelity": "08 §2.7, the emulator and the GPU on the same small launches",
     "07_harness_study": "the lab report 05b §3, cuDNN timed in turns, in blocks and by do_bench",
