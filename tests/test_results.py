@@ -238,8 +238,10 @@ def test_counter_rows_need_ncu_on_hopper(recording, monkeypatch):
 
 
 def test_format_table_marks_host_bound_rows():
-    fine, starved = dict(ROW, host_bound=False), dict(ROW, name="short kernel", host_bound=True)
+    fine = dict(ROW, host_bound=False, host_pace="drained queue")
+    starved = dict(ROW, name="short kernel", host_bound=True, host_pace="drained queue")
     assert "host-bound" not in plots.format_table([fine])
+    assert "host-bound" not in plots.format_table([dict(starved, host_pace=None)])   # the old, back-pressured flag
     text = plots.format_table([fine, starved])
     line = next(l for l in text.splitlines() if l.startswith("short kernel"))
     assert line.endswith("(host-bound *)") and "launch overhead" in text.splitlines()[-1]

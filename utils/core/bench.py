@@ -199,6 +199,8 @@ def run_interleaved(fns: dict, *, rounds: int, reps_per_round: int, warmup: int 
     return times
 
 
+PACE_FROM = "drained queue"   # rows' ``host_pace``: how host_bound was read (rows without it: from the timed
+                              # repetitions, before 2026-11-27 evening, when a full queue made it read True)
 PACE_REPS = 8        # repetitions issued onto a drained queue to read the host's pace (few: the queue never fills)
 HOST_BOUND = 0.9     # host time per repetition at least this share of the GPU's: the GPU waited for it
 
@@ -212,7 +214,8 @@ def host_pace(pace: list) -> dict:
     if not pace or not all(len(p) == 2 and p[0] >= 0 and p[1] >= 0 for p in pace):
         raise ValueError("pace must be a non-empty list of (GPU ms >= 0, host ms >= 0) pairs")
     gpu, host = statistics.median(p[0] for p in pace), statistics.median(p[1] for p in pace)
-    return {"gpu_ms_per_rep": gpu, "host_ms_per_rep": host, "host_bound": bool(host >= HOST_BOUND * gpu)}
+    return {"gpu_ms_per_rep": gpu, "host_ms_per_rep": host, "host_bound": bool(host >= HOST_BOUND * gpu),
+            "host_pace": PACE_FROM}
 
 
 def as_graph(fn):

@@ -17,6 +17,13 @@ def format_ratio(row: dict) -> str:
     return text
 
 
+def _host_bound(row) -> bool:
+    """The row's ``host_bound`` flag, if it was read the reliable way (``host_pace``, from repetitions
+    issued onto a drained queue; see ``bench.run_interleaved``). Older rows read it from the timed
+    repetitions, where a full launch queue made the host wait as long as the GPU: not shown."""
+    return bool(row.get("host_bound")) and row.get("host_pace") == "drained queue"
+
+
 def format_table(rows: list, label: str = "") -> str:
     """A fixed-width text table of result rows with their ratio to the reference (and its
     spread across rounds, where recorded)."""
@@ -30,8 +37,8 @@ def format_table(rows: list, label: str = "") -> str:
         shape = "x".join(str(s) for s in r.get("shape", [])) or "-"
         lines.append(f"{r['name']:<{w}}{shape:<22}{r.get('dtype', '-'):<10}"
                      f"{r['value']:>8.4g} {r['metric']:<4}  {format_ratio(r):<20}"
-                     f"{r.get('reference') or '-'}{'  (host-bound *)' if r.get('host_bound') else ''}")
-    if any(r.get("host_bound") for r in rows):
+                     f"{r.get('reference') or '-'}{'  (host-bound *)' if _host_bound(r) else ''}")
+    if any(_host_bound(r) for r in rows):
         lines.append("* the host needed as long to issue a repetition as the GPU to run it: the time "
                      "includes launch overhead (bench.host_pace)")
     return "\n".join(lines)
