@@ -134,3 +134,32 @@ def test_the_notebooks_full_switch_follows_the_recording_flag():
         code = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
         assert re.search(r"^FULL = results\.full_run\(\)", code[1], re.M), stem
         assert sum(len(re.findall(r"^FULL\s*=", c, re.M)) for c in code) == 1, stem
+
+
+def test_measure_launch_rows_are_recordable(monkeypatch):
+    """measure_launch's rows, with the GPU stood in for on the CPU: both launch paths of each kernel,
+    every output checked, and rows the results format accepts (a recording was once lost to a row
+    without ``reference``)."""
+    import torch
+    want = torch.ones(4, 4)
+    c = torch.empty(4, 4)
+    calls = []
+
+    def fake_problem(n, tdt, names, device="cuda", run=None):
+        fns = {LM.CUBLAS: lambda: want.clone()}
+        fns.update({name: (lambda: c.copy_(want)) for name in names})
+        return c, want, fns
+    monkeypatch.setattr(LM, "problem", fake_problem)
+    monkeypatch.setattr(LM, "host_us", lambda fns, calls=50: {n: 20.0 if n == LM.CUBLAS else 120.0 for n in fns})
+    monkeypatch.setattr(LM.bench, "graphed", lambda fns: dict(fns))
+    monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: (10, seconds))
+    monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: calls.append(fn) or
+                        {"mhz": 1400.0, "watts": 690.0, "calls_per_s": 4000.0, "samples": 20})
+    monkeypatch.setattr(LM, "check_close", lambda name, out, ref, K: calls.append(name))
+    rows = LM.measure_launch(n=4096, seconds=1)
+    results.validate_rows(rows)
+    assert {(r["name"], r["launch"]) for r in rows} == {(n, how) for n in (LM.CUBLAS, ladder.ORDER_BASE)
+                                                         for how in LM.LAUNCHES}
+    assert sum(1 for x in calls if isinstance(x, str)) == 4          # each kernel, each launch path checked
+    assert all(r["reference"] == LM.CUBLAS and r["ratio"] == 1.0 for r in rows)
+    assert LM.launch_pair(rows, ladder.ORDER_BASE)["direct"]["host_us_per_call"] == 120.0
