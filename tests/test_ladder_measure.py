@@ -163,3 +163,28 @@ def test_measure_launch_rows_are_recordable(monkeypatch):
     assert sum(1 for x in calls if isinstance(x, str)) == 4          # each kernel, each launch path checked
     assert all(r["reference"] == LM.CUBLAS and r["ratio"] == 1.0 for r in rows)
     assert LM.launch_pair(rows, ladder.ORDER_BASE)["direct"]["host_us_per_call"] == 120.0
+
+
+def test_measure_clocks_rows_are_recordable(monkeypatch):
+    """measure_clocks with the GPU stood in for: every kernel at every size, replayed (``launch``),
+    checked, and rows the results format accepts, ratios against cuBLAS's clock at the same size."""
+    import torch
+    want, c, checked = torch.ones(4, 4), torch.empty(4, 4), []
+
+    def fake_problem(n, tdt, names, device="cuda", run=None):
+        return c, want, {LM.CUBLAS: lambda: want.clone(), **{name: (lambda: c.copy_(want)) for name in names}}
+    mhz = iter(range(1000, 2000, 10))
+    monkeypatch.setattr(LM, "problem", fake_problem)
+    monkeypatch.setattr(LM.bench, "graphed", lambda fns: dict(fns))
+    monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: (10, seconds))
+    monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: {"mhz": float(next(mhz)), "watts": 690.0,
+                                                                 "calls_per_s": 100.0, "samples": 20})
+    monkeypatch.setattr(LM, "check_close", lambda name, out, ref, K: checked.append(name))
+    rows = LM.measure_clocks(sizes=(4096, 8192), seconds=1, names=[ladder.ORDER_BASE])
+    results.validate_rows(rows)
+    assert len(rows) == 4 and checked == [ladder.ORDER_BASE] * 2
+    assert all(r["launch"] == bench.LAUNCH_GRAPH and r["part"] == "clocks" and len(r["passes"]) == 2 for r in rows)
+    for r in rows:
+        ref = next(q for q in rows if q["name"] == LM.CUBLAS and q["shape"] == r["shape"])
+        assert r["ratio"] == pytest.approx(r["value"] / ref["value"])
+        assert r["tflops_per_ghz"] == pytest.approx(r["tflops"] / (r["value"] / 1e3))

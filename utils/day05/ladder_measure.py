@@ -283,10 +283,21 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
+def clock_row(name: str, passes: list, n: int, dtype: str, seconds: float, **keys) -> dict:
+    """One row (metric MHz) from :func:`_sample_gpu` passes of an n³ GEMM, averaged: the clock, the
+    power, TFLOP/s over the windows and TFLOP/s per GHz; ``keys`` (``part``, ``launch``, ...) added."""
+    s = {k: sum(p[k] for p in passes) / len(passes) for k in ("mhz", "watts", "calls_per_s")}
+    tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
+    return dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
+                tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in passes],
+                shape=[n, n, n], dtype=dtype, seconds=seconds, **keys)
+
+
 def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0, names=None) -> list:
     """Rows (``part="clocks"``, metric MHz): the SM clock and board power each kernel runs at when it
     runs alone, back to back, for ``seconds`` (cuBLAS and ``names``, default the rungs and the order
-    variants, each a CUDA-graph replay, :func:`utils.core.bench.graphed`; two passes, the second in reverse order, averaged), with its TFLOP/s over that window
+    variants, each a CUDA-graph replay, :func:`utils.core.bench.graphed`; two passes, the second in
+    reverse order, averaged), with its TFLOP/s over that window
     and TFLOP/s per GHz (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
     import torch
     from tqdm.auto import tqdm
@@ -308,12 +319,8 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
                 _run_for(fns[name], 0.5)                         # settle the clock on this kernel (no sampling)
                 got[name].append(_sample_gpu(fns[name], seconds))
                 bar.update()
-        for name in names:
-            s = {k: sum(p[k] for p in got[name]) / len(got[name]) for k in ("mhz", "watts", "calls_per_s")}
-            tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
-            rows.append(dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
-                             tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in got[name]],
-                             shape=[n, n, n], dtype=dtype, part="clocks", seconds=seconds, launch=bench.LAUNCH_GRAPH))
+        rows += [clock_row(name, got[name], n, dtype, seconds, part="clocks", launch=bench.LAUNCH_GRAPH)
+                 for name in names]
     bar.close()
     for r in rows:
         ref = next(q for q in rows if q["name"] == CUBLAS and q["shape"] == r["shape"])
@@ -349,14 +356,8 @@ def measure_launch(n: int = 4096, dtype: str = "float16", seconds: float = 2.5, 
         for key in order:
             _run_for(fns[key], 0.5)
             got[key].append(_sample_gpu(fns[key], seconds))
-    rows = []
-    for (name, how), passes in got.items():
-        s = {k: sum(p[k] for p in passes) / len(passes) for k in ("mhz", "watts", "calls_per_s")}
-        tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
-        rows.append(dict(name=name, launch=how, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
-                         tflops_per_ghz=tflops / (s["mhz"] / 1e3), host_us_per_call=host[name],
-                         passes=[p["mhz"] for p in passes], shape=[n, n, n], dtype=dtype, part="launch",
-                         seconds=seconds))
+    rows = [clock_row(name, passes, n, dtype, seconds, part="launch", launch=how, host_us_per_call=host[name])
+            for (name, how), passes in got.items()]
     for r in rows:                       # ratio: clock over cuBLAS's clock, launched the same way
         ref = next(q for q in rows if q["name"] == CUBLAS and q["launch"] == r["launch"])
         r.update(reference=CUBLAS, reference_value=ref["value"], ratio=r["value"] / ref["value"])
