@@ -273,6 +273,14 @@ def host_us_per_call(fn, calls: int = 200) -> float:
     return (t1 - t0) / calls * 1e6
 
 
+def host_us(fns: dict, calls: int = 50) -> dict:
+    """``{name: host µs per direct call}`` (:func:`host_us_per_call`) of each of ``fns``, each
+    called once first: a first call pays one-time work (compiling, cuBLAS's heuristics)."""
+    for fn in fns.values():
+        fn()
+    return {name: host_us_per_call(fn, calls) for name, fn in fns.items()}
+
+
 def _check_counts(warmup, reps, rounds=1):
     if not (isinstance(warmup, int) and warmup >= 0 and isinstance(reps, int) and reps >= 1):
         raise ValueError(f"need warmup >= 0 and reps >= 1, got warmup={warmup!r}, reps={reps!r}")

@@ -21,7 +21,8 @@ def _host_bound(row) -> bool:
     """The row's ``host_bound`` flag, if it was read the reliable way (``host_pace``, from repetitions
     issued onto a drained queue; see ``bench.run_interleaved``). Older rows read it from the timed
     repetitions, where a full launch queue made the host wait as long as the GPU: not shown."""
-    return bool(row.get("host_bound")) and row.get("host_pace") == "drained queue"
+    from .bench import PACE_FROM
+    return bool(row.get("host_bound")) and row.get("host_pace") == PACE_FROM
 
 
 def format_table(rows: list, label: str = "") -> str:

@@ -92,9 +92,7 @@ def measure_broadcast(M: int = 4096, N: int = 4096, clusters=(2, 4)) -> list:
 
         def same(name, out, ref):
             assert torch.equal(out, x.repeat(R, 1)), f"{name} wrote wrong values"
-        for fn in contenders.values():           # compile outside the host-cost timing
-            fn()
-        host = {name: bench.host_us_per_call(fn, 50) for name, fn in contenders.items()}
+        host = bench.host_us(contenders)         # compiles each first, outside the timing
         got = bench.compare(lambda: (), bench.graphed(contenders), reference=names[False], metric="GB/s",
                             amount=(R + 1) * M * N * 2, shape=(M, N), dtype="float16", check=same,
                             reset=lambda: y.fill_(float("nan")))
@@ -175,9 +173,7 @@ def measure_gemm(sizes=(4096, 8192), dtypes=("float16", "bfloat16"), steps=None)
             def close(name, out, ref):
                 err = (out.float() - want.float()).abs().max().item()
                 assert err <= 0.02 * want.float().abs().max().item(), f"{name}: max error {err}"
-            for name, fn in contenders.items():          # compile outside the host-cost timing
-                fn()
-            host = {name: bench.host_us_per_call(fn, 50) for name, fn in contenders.items()}
+            host = bench.host_us(contenders)              # compiles each first, outside the timing
             got = bench.compare(lambda: (), bench.graphed(contenders), reference=CUBLAS, metric="TFLOP/s",
                                 amount=2 * n ** 3, shape=(n, n, n), dtype=dt, check=close,
                                 reset=lambda: c.fill_(float("nan")), do_bench=True)

@@ -79,12 +79,7 @@ def problem(n: int, tdt, names, device: str = "cuda", run=None) -> tuple:
     return c, reference(a, b), fns
 
 
-def host_us(fns: dict, calls: int = 50) -> dict:
-    """Host microseconds per direct call of each of ``fns`` (``bench.host_us_per_call``), each
-    called once first (a first call pays one-time work: compiling, cuBLAS's heuristics)."""
-    for fn in fns.values():
-        fn()
-    return {name: bench.host_us_per_call(fn, calls) for name, fn in fns.items()}
+host_us = bench.host_us      # a direct call's host cost, per contender (a name the launch cells and tests use)
 
 
 def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=None, part: str = "ladder") -> list:
