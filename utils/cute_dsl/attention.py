@@ -46,10 +46,10 @@ ORDER_BARRIER = 1           # named barriers 1 and 2 order the consumer warpgrou
 ORDERS = ("mbarrier", "named")
 
 
-def kv_stages(D: int, itemsize: int = 2) -> int:
+def kv_stages(D: int, itemsize: int = 2, block_n: int = BLOCK_N) -> int:
     """K+V stages that fit next to the resident Q tile (and 1 KiB of barriers), at most 4."""
     q = BLOCK_M * D * itemsize
-    return min(4, (SMEM_BYTES - 1024 - q) // (2 * BLOCK_N * D * itemsize))
+    return min(4, (SMEM_BYTES - 1024 - q) // (2 * block_n * D * itemsize))
 
 
 class FlashFwd:
@@ -58,7 +58,8 @@ class FlashFwd:
     the MN-major B operand of ``P V``); see :func:`operands`."""
 
     def __init__(self, D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True,
-                 stages: int | None = None, order: str = "mbarrier"):
+                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N,
+                 early_rescale: bool = False, heavy_first: bool = False):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         if order == "named" and step != "overlap":
@@ -67,11 +68,17 @@ class FlashFwd:
             raise ValueError(f"head dim D must be 64 or 128, got {D!r}")
         if step not in STEPS:
             raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-        most = kv_stages(D)
+        if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n % 16 or not 64 <= block_n <= 256:
+            raise ValueError(f"block_n (keys per K/V tile) must be a multiple of 16 in 64..256 (wgmma N, and "
+                             f"the k-blocks of P V), got {block_n!r}")
+        if early_rescale and (step != "overlap" or order != "mbarrier"):
+            raise ValueError("early_rescale moves the O rescale inside step 'overlap' with order 'mbarrier'")
+        most = kv_stages(D, block_n=block_n)
         stages = most if stages is None else stages
         if isinstance(stages, bool) or not isinstance(stages, int) or not 2 <= stages <= most:
             raise ValueError(f"stages must be 2..{most} for D={D} (shared memory), got {stages!r}")
         self.D, self.step, self.causal, self.skip, self.stages = D, step, bool(causal), bool(skip), stages
+        self.bn, self.early, self.heavy_first = block_n, bool(early_rescale), bool(heavy_first)
         self.ws = step != "pipeline"
         self.pingpong = step in ("pingpong", "overlap")
         self.overlap = step == "overlap"
@@ -87,7 +94,7 @@ class FlashFwd:
         kmaj = cutlass.utils.LayoutEnum.from_tensor(q)
         vmaj = cutlass.utils.LayoutEnum.from_tensor(v)
         D = self.D
-        qk_tiler, pv_tiler = (WG_M, BLOCK_N, D), (WG_M, D, BLOCK_N)      # (M, N, K) of each GEMM
+        qk_tiler, pv_tiler = (WG_M, self.bn, D), (WG_M, D, self.bn)      # (M, N, K) of each GEMM
         qk_mma = sm90.make_trivial_tiled_mma(ab, ab, kmaj.sm90_mma_major_mode(), kmaj.sm90_mma_major_mode(),
                                              cutlass.Float32, (1, 1, 1), tiler_mn=qk_tiler[:2])
         pv_mma = sm90.make_trivial_tiled_mma(ab, ab, warpgroup.OperandMajorMode.K, vmaj.sm90_mma_major_mode(),
@@ -98,8 +105,8 @@ class FlashFwd:
         sv_layout = sm90.make_smem_layout_b(vmaj, pv_tiler, ab, self.stages)
         g2s = cpasync.CopyBulkTensorTileG2SOp()
         atom_q, tma_q = cpasync.make_tiled_tma_atom(g2s, q, cute.slice_(sq_layout, (None, None, 0)), (WG_M, D))
-        atom_k, tma_k = cpasync.make_tiled_tma_atom(g2s, k, cute.slice_(sk_layout, (None, None, 0)), (BLOCK_N, D))
-        atom_v, tma_v = cpasync.make_tiled_tma_atom(g2s, v, cute.slice_(sv_layout, (None, None, 0)), (D, BLOCK_N))
+        atom_k, tma_k = cpasync.make_tiled_tma_atom(g2s, k, cute.slice_(sk_layout, (None, None, 0)), (self.bn, D))
+        atom_v, tma_v = cpasync.make_tiled_tma_atom(g2s, v, cute.slice_(sv_layout, (None, None, 0)), (D, self.bn))
 
         @cute.struct
         class Storage:
@@ -113,6 +120,7 @@ class FlashFwd:
         self.q_bytes = 2 * cute.size_in_bytes(ab, cute.slice_(sq_layout, (None, None, 0)))
         self.kv_bytes = cute.size_in_bytes(ab, cute.slice_(sk_layout, (None, None, 0))) + \
             cute.size_in_bytes(ab, cute.slice_(sv_layout, (None, None, 0)))
+        self.seq = q.layout.shape[0]                 # static: the compile is per shape
         grid = (cute.ceil_div(q.layout.shape[0], BLOCK_M), q.layout.shape[2], 1)
         self.kernel(atom_q, tma_q, atom_k, tma_k, atom_v, tma_v, o, qk_mma, pv_mma, sq_layout, sk_layout,
                     sv_layout, scale_log2).launch(grid=grid, block=[self.threads, 1, 1], stream=stream,
@@ -127,6 +135,8 @@ class FlashFwd:
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         m_tile, bh, _ = cute.arch.block_idx()
+        if cutlass.const_expr(self.heavy_first):          # causal: the longest rows of tiles start first
+            m_tile = cute.ceil_div(self.seq, BLOCK_M) - 1 - m_tile
         if warp == 0:
             cpasync.prefetch_descriptor(atom_q)
             cpasync.prefetch_descriptor(atom_k)
@@ -150,8 +160,8 @@ class FlashFwd:
         sK = storage.sK.get_tensor(sk_layout.outer, swizzle=sk_layout.inner)
         sV = storage.sV.get_tensor(sv_layout.outer, swizzle=sv_layout.inner)
         gQ = cute.local_tile(mQ[(None, None, bh)], (WG_M, self.D), (None, 0))       # (64, D, q tiles)
-        gK = cute.local_tile(mK[(None, None, bh)], (BLOCK_N, self.D), (None, 0))    # (bN, D, kv tiles)
-        gV = cute.local_tile(mV[(None, None, bh)], (self.D, BLOCK_N), (0, None))    # (D, bN, kv tiles)
+        gK = cute.local_tile(mK[(None, None, bh)], (self.bn, self.D), (None, 0))    # (bN, D, kv tiles)
+        gV = cute.local_tile(mV[(None, None, bh)], (self.D, self.bn), (0, None))    # (D, bN, kv tiles)
         tQs, tQg = cpasync.tma_partition(atom_q, 0, cute.make_layout(1), cute.group_modes(sQ, 0, 2),
                                          cute.group_modes(gQ, 0, 2))
         tKs, tKg = cpasync.tma_partition(atom_k, 0, cute.make_layout(1), cute.group_modes(sK, 0, 2),
@@ -191,7 +201,7 @@ class FlashFwd:
         diagonal (keys ``< (m_tile + 1) * BLOCK_M``)."""
         n = all_tiles
         if cutlass.const_expr(self.causal and self.skip):
-            n = cutlass.min(all_tiles, cute.ceil_div((m_tile + 1) * BLOCK_M, BLOCK_N))
+            n = cutlass.min(all_tiles, cute.ceil_div((m_tile + 1) * BLOCK_M, self.bn))
         return n
 
     @cute.jit
@@ -223,11 +233,11 @@ class FlashFwd:
         tSrQ = qk_mma.make_fragment_A(qk_thr.partition_A(sQ))        # (MMA, M, K-blocks, half)
         tSrK = qk_mma.make_fragment_B(qk_thr.partition_B(sK))        # (MMA, N, K-blocks, stage)
         tOrV = pv_mma.make_fragment_B(pv_thr.partition_B(sV))
-        acc_s = cute.make_rmem_tensor(qk_thr.partition_shape_C((WG_M, BLOCK_N)), cutlass.Float32)
+        acc_s = cute.make_rmem_tensor(qk_thr.partition_shape_C((WG_M, self.bn)), cutlass.Float32)
         acc_o = cute.make_rmem_tensor(pv_thr.partition_shape_C((WG_M, self.D)), cutlass.Float32)
         # (row, key) of every score this thread holds, within the 64 x BLOCK_N tile
-        tScS = qk_thr.partition_C(cute.make_identity_tensor((WG_M, BLOCK_N)))
-        rows = cute.size(acc_s) // (BLOCK_N // 4)                   # 2 rows per thread
+        tScS = qk_thr.partition_C(cute.make_identity_tensor((WG_M, self.bn)))
+        rows = cute.size(acc_s) // (self.bn // 4)                   # 2 rows per thread
         m_run = cute.make_rmem_tensor(cute.make_layout(rows), cutlass.Float32)
         l_run = cute.make_rmem_tensor(cute.make_layout(rows), cutlass.Float32)
         m_run.fill(-cutlass.Float32.inf)
@@ -271,6 +281,9 @@ class FlashFwd:
         prev = read.clone()
         read.advance()
         alpha = cute.make_rmem_tensor(m_run.layout, cutlass.Float32)
+        if cutlass.const_expr(self.early):
+            for r in cutlass.range_constexpr(cute.size(m_run)):
+                alpha[r] = m_run[r]                            # no rescale before the first PV GEMM
         if cutlass.const_expr(self.named):
             if cw == 1:                                        # warpgroup 0 takes the loop's first turn
                 cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER, number_of_threads=256)
@@ -283,6 +296,13 @@ class FlashFwd:
                                 partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile,
                                         row0, scale_log2),
                                 partial(self.finish_pv, kv_pipe, prev, acc_o, m_run, alpha, scale_log2))
+            elif cutlass.const_expr(self.early):
+                self.rescale_first_step(order, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
+                                        partial(self.rescale, acc_o, m_run, alpha, scale_log2),
+                                        partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
+                                        partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j,
+                                                m_tile, row0, scale_log2),
+                                        partial(kv_pipe.consumer_release, prev))
             else:
                 self.overlap_step(order, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
                                   partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
@@ -292,6 +312,8 @@ class FlashFwd:
             prev.advance()
             read.advance()
         p = self.to_operand(acc_s)
+        if cutlass.const_expr(self.early):
+            self.rescale(acc_o, m_run, alpha, scale_log2)      # the last tile's rescale, still pending
         self.gemm_pv(order, pv_mma, p, tOrV, acc_o, prev.index, converted=True)
         warpgroup.wait_group(0)
         kv_pipe.consumer_release(prev)
@@ -310,6 +332,21 @@ class FlashFwd:
         softmax()
         warpgroup.wait_group(0)                            # PV_{j-1} done: rescale O, free its stage
         finish()
+
+    @cute.jit
+    def rescale_first_step(self, order, issue_s, rescale, issue_pv, softmax, release):
+        """:meth:`overlap_step` with FlashAttention-3's placement of the O rescale: while S_j
+        is on the tensor cores, rescale O for P_{j-1} (the factor the softmax of S_{j-1} found),
+        then issue ``O += P_{j-1} V_{j-1}``. After that GEMM only the stage is freed."""
+        order.wait()
+        issue_s()
+        rescale()                                          # O is free: PV_{j-2} finished last step
+        issue_pv()
+        order.arrive()
+        warpgroup.wait_group(1)
+        softmax()
+        warpgroup.wait_group(0)
+        release()
 
     def named_step(self, cw, issue_s, issue_pv, softmax, finish):
         """One iteration of the overlapped loop with named-barrier ordering (``order="named"``):
@@ -385,12 +422,18 @@ class FlashFwd:
         """Online softmax of one S tile in place (S becomes P = exp2(S*scale_log2 - m*scale_log2)):
         mask (causal tiles on or past the diagonal), new row max (4 threads share a row), update
         the running sum, and rescale O now (``rescale_now``) or leave it to :meth:`rescale`."""
-        per_row = BLOCK_N // 4                                  # scores per row in one thread
+        per_row = self.bn // 4                                  # scores per row in one thread
         if cutlass.const_expr(self.causal):
-            if (j + 1) * BLOCK_N > m_tile * BLOCK_M:            # this tile reaches past the first row
+            if (j + 1) * self.bn > m_tile * BLOCK_M:            # this tile reaches past the first row
                 for i in cutlass.range(cute.size(acc_s), unroll_full=True):
                     row, key = tScS[i]
-                    if j * BLOCK_N + key > row0 + row:
+                    if j * self.bn + key > row0 + row:
+                        acc_s[i] = -cutlass.Float32.inf
+        if cutlass.const_expr(self.seq % self.bn != 0):         # the last tile overhangs the keys
+            if (j + 1) * self.bn > self.seq:                    # (TMA filled them with zeros)
+                for i in cutlass.range(cute.size(acc_s), unroll_full=True):
+                    _, key = tScS[i]
+                    if j * self.bn + key >= self.seq:
                         acc_s[i] = -cutlass.Float32.inf
         for r in cutlass.range_constexpr(cute.size(m_run)):
             m_old = m_run[r]
