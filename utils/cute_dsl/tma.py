@@ -113,9 +113,9 @@ def broadcast_kernel(atom_ld: cute.CopyAtom, g_src: cute.Tensor, atom_st: cute.C
 
 
 @cute.jit
-def broadcast(src: cute.Tensor, dst: cute.Tensor, R: cutlass.Constexpr = 2,
-              multicast: cutlass.Constexpr = True):
-    """dst (R*M x N) = R copies of src (M x N); a cluster of R CTAs shares each source tile."""
+def broadcast(src: cute.Tensor, dst: cute.Tensor, R: cutlass.Constexpr, multicast: cutlass.Constexpr, stream):
+    """dst (R*M x N) = R copies of src (M x N); a cluster of R CTAs shares each source tile.
+    Launched on ``stream`` (torch's current one), so a CUDA graph captures it."""
     s_layout = cute.make_layout(TILE, stride=(TILE[1], 1))
     if cutlass.const_expr(multicast):
         atom_ld, g_src = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileG2SMulticastOp(), src,
@@ -125,17 +125,20 @@ def broadcast(src: cute.Tensor, dst: cute.Tensor, R: cutlass.Constexpr = 2,
     atom_st, g_dst = cpasync.make_tiled_tma_atom(cpasync.CopyBulkTensorTileS2GOp(), dst, s_layout, TILE)
     tiles = cute.ceil_div((*src.layout.shape, 1), (*TILE, 1))
     broadcast_kernel(atom_ld, g_src, atom_st, g_dst, s_layout, src.element_type, R, multicast).launch(
-        grid=(tiles[0] * R, tiles[1], 1), block=(128, 1, 1), cluster=(R, 1, 1))
+        grid=(tiles[0] * R, tiles[1], 1), block=(128, 1, 1), cluster=(R, 1, 1), stream=stream)
 
 
 def ptx_of(name: str, shape=(1024, 512), dtype="float16", **options) -> str:
     """PTX of ``"tile_copy"`` or ``"broadcast"`` compiled for sm_90a with fake tensors."""
-    from .compat import compile_ptx, fake_tensor
+    from .compat import compile_ptx, fake_stream, fake_tensor
     fns = {"tile_copy": tile_copy, "broadcast": broadcast}
     if name not in fns:
         raise ValueError(f"name must be one of {sorted(fns)}, got {name!r}")
-    out_shape = (shape[0] * options.get("R", 2), shape[1]) if name == "broadcast" else shape
-    return compile_ptx(fns[name], fake_tensor(shape, dtype), fake_tensor(out_shape, dtype), *options.values())
+    if name == "tile_copy":
+        return compile_ptx(tile_copy, fake_tensor(shape, dtype), fake_tensor(shape, dtype), *options.values())
+    R, multicast = options.get("R", 2), options.get("multicast", True)
+    return compile_ptx(broadcast, fake_tensor(shape, dtype), fake_tensor((shape[0] * R, shape[1]), dtype), R,
+                       multicast, fake_stream())
 
 
 def _check_2d(t, what, rows_multiple=1):
@@ -183,13 +186,14 @@ def run_tile_copy(src, dst, reduce: bool = False, row_order: bool = False):
 
 def run_broadcast(src, dst, R: int = 2, multicast: bool = True):
     """Launch :func:`broadcast` (dst = R stacked copies of src); rows a multiple of 128."""
-    from .compat import to_cute
+    from .compat import stream, to_cute
     R, multicast = rules.cluster_size(R), rules.flag("multicast", multicast)
     _check_pair(src, dst, rows_multiple=TILE[0])
     if tuple(dst.shape) != (R * src.shape[0], src.shape[1]):
         raise ValueError(f"dst must be ({R} x {src.shape[0]}, {src.shape[1]}), got {tuple(dst.shape)}")
     a, b = to_cute(src, dynamic=False), to_cute(dst, dynamic=False)
-    _compiled(broadcast, ("bcast", tuple(src.shape), src.dtype, R, multicast), a, b, R, multicast)(a, b)
+    s = stream()
+    _compiled(broadcast, ("bcast", tuple(src.shape), src.dtype, R, multicast), a, b, R, multicast, s)(a, b, s)
     return dst
 
 
