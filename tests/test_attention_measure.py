@@ -41,6 +41,14 @@ def test_step_gains_are_per_round_ratios_of_the_previous_step():
     assert g[(4096, False)][2][1] == pytest.approx(0.94 / 0.96)     # the median of the rounds' ratios
 
 
+def test_step_gains_skip_steps_a_recording_predates():
+    """A recording made before steps 5-6 existed has gains for steps 2-4 only (no KeyError)."""
+    rows = [_row(s, 4096, False, [1.0, 0.99]) for s in ("pipeline", "producer", "pingpong", "overlap")]
+    assert [x[0] for x in am.step_gains(rows)[(4096, False)]] == [am.STEP_NAMES[s] for s in ("producer", "pingpong", "overlap")]
+    rows += [_row("rescale", 4096, False, [0.9, 0.9]), _row("longest", 4096, False, [0.9, 0.91])]
+    assert len(am.step_gains(rows)[(4096, False)]) == 5
+
+
 def test_fa3_ablation_is_the_papers_table():
     assert am.FA3_ABLATION["FlashAttention-3"] == 661
     assert sorted(v for k, v in am.FA3_ABLATION.items() if k != "FlashAttention-3") == [570, 582]

@@ -17,7 +17,13 @@ The steps (:data:`STEPS`), each one change on the previous one:
   CUTLASS's ``PipelineOrder``): while one runs ``wgmma`` the other runs its softmax;
 * ``"overlap"``: inside each warpgroup, ``S_j = Q K_j`` is issued before ``O += P_{j-1} V_{j-1}``
   and the softmax of ``S_j`` runs while that PV GEMM is still in flight (FlashAttention-3's
-  intra-warpgroup overlap; the rescale of O waits for the PV GEMM).
+  intra-warpgroup overlap; the rescale of O waits for the PV GEMM);
+* ``"rescale"``: the rescale of O moves to where FlashAttention-3 does it, between issuing
+  ``S_j = Q K_j`` and ``O += P_{j-1} V_{j-1}``, so it runs while the QK GEMM is on the tensor
+  cores instead of after the PV GEMM (:meth:`FlashFwd.rescale_first_step`);
+* ``"longest"``: CTA ``x`` takes query tile ``last - x``, so with the causal mask the CTAs with
+  the most K/V tiles start first and the short ones fill the end of the grid; without the mask
+  every CTA has the same work, and the step is a control.
 
 ``order="named"`` (step ``"overlap"`` only) orders the two warpgroups with named barriers
 instead, as FlashAttention-3 does: one iteration of the overlapped loop is then the method
@@ -37,7 +43,7 @@ from functools import partial
 
 from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
 
-STEPS = ("pipeline", "producer", "pingpong", "overlap")
+STEPS = ("pipeline", "producer", "pingpong", "overlap", "rescale", "longest")
 BLOCK_M, WG_M, BLOCK_N = 128, 64, 128       # query rows per CTA / per warpgroup, keys per K/V tile
 SMEM_BYTES = 227 * 1024
 LOAD_REGS, MMA_REGS = 24, 240                # setmaxnreg of producer / consumer warpgroups
@@ -58,8 +64,7 @@ class FlashFwd:
     the MN-major B operand of ``P V``); see :func:`operands`."""
 
     def __init__(self, D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True,
-                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N,
-                 early_rescale: bool = False, heavy_first: bool = False):
+                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         if order == "named" and step != "overlap":
@@ -71,17 +76,17 @@ class FlashFwd:
         if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n % 16 or not 64 <= block_n <= 256:
             raise ValueError(f"block_n (keys per K/V tile) must be a multiple of 16 in 64..256 (wgmma N, and "
                              f"the k-blocks of P V), got {block_n!r}")
-        if early_rescale and (step != "overlap" or order != "mbarrier"):
-            raise ValueError("early_rescale moves the O rescale inside step 'overlap' with order 'mbarrier'")
         most = kv_stages(D, block_n=block_n)
         stages = most if stages is None else stages
         if isinstance(stages, bool) or not isinstance(stages, int) or not 2 <= stages <= most:
             raise ValueError(f"stages must be 2..{most} for D={D} (shared memory), got {stages!r}")
         self.D, self.step, self.causal, self.skip, self.stages = D, step, bool(causal), bool(skip), stages
-        self.bn, self.early, self.heavy_first = block_n, bool(early_rescale), bool(heavy_first)
+        self.bn = block_n                                # keys per K/V tile
+        self.early = step in ("rescale", "longest")      # the O rescale while S_j is on the tensor cores
+        self.longest_first = step == "longest"
         self.ws = step != "pipeline"
-        self.pingpong = step in ("pingpong", "overlap")
-        self.overlap = step == "overlap"
+        self.pingpong = step in STEPS[2:]
+        self.overlap = step in STEPS[3:]
         self.named = order == "named"
         self.threads = 384 if self.ws else 256
 
@@ -135,7 +140,7 @@ class FlashFwd:
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         m_tile, bh, _ = cute.arch.block_idx()
-        if cutlass.const_expr(self.heavy_first):          # causal: the longest rows of tiles start first
+        if cutlass.const_expr(self.longest_first):        # causal: the CTAs with the most tiles start first
             m_tile = cute.ceil_div(self.seq, BLOCK_M) - 1 - m_tile
         if warp == 0:
             cpasync.prefetch_descriptor(atom_q)

@@ -29,7 +29,10 @@ from . import attention
 STEP_NAMES = {"pipeline": "1 Q resident, K/V by TMA through a ring (2 warpgroups compute)",
               "producer": "2 + producer warpgroup (setmaxnreg 24/240)",
               "pingpong": "3 + ping-pong between the consumer warpgroups",
-              "overlap": "4 + softmax overlapped with the PV GEMM"}
+              "overlap": "4 + softmax overlapped with the PV GEMM",
+              "rescale": "5 + O rescaled while the QK GEMM runs (FA3's placement)",
+              "longest": "6 + query tiles with the most K/V tiles first"}
+LAST = STEP_NAMES["longest"]                # the course's kernel: the sweep of §10 times this step
 NO_SKIP = "4 without the causal skip (every K/V tile visited, masked)"
 TRITON = "plain Triton (FA2-style, no TMA)"
 BACKENDS = {"FLASH_ATTENTION": "torch SDPA flash", "CUDNN_ATTENTION": "torch SDPA cuDNN",
@@ -81,7 +84,7 @@ def sdpa_backends(q, k, v, causal: bool) -> dict:
 
 
 def contenders(q, k, v, o, causal: bool, ladder: bool = True) -> dict:
-    """``{name: fn() -> output}``: the CuteDSL steps (all four with ``ladder``, else the last),
+    """``{name: fn() -> output}``: the CuteDSL steps (all of them with ``ladder``, else the last),
     the causal ablation (``ladder`` and causal), the plain Triton kernel and the SDPA backends.
     The CuteDSL and Triton contenders write into ``o``."""
     from ..cute_dsl import attention as fa
@@ -152,12 +155,13 @@ def measure_backends(configs=None, reps=30, seed=100, full=None) -> list:
 
 
 def step_gains(rows) -> dict:
-    """``{(S, causal): [(step name, gain, lo, hi), ...]}`` for steps 2-4 of the ladder rows: the
+    """``{(S, causal): [(step name, gain, lo, hi), ...]}`` for steps 2 onwards of the ladder rows: the
     previous step's time over this step's (above 1: the step gained), the median over the harness's
-    interleaved rounds, with the lowest and highest round."""
-    names, out = list(STEP_NAMES.values()), {}
+    interleaved rounds, with the lowest and highest round. Steps a recording lacks are left out."""
+    out = {}
     for S, causal in sorted({(r["shape"][2], r["causal"]) for r in rows}):
         by = {r["name"]: r for r in rows if r["shape"][2] == S and r["causal"] == causal}
+        names = [n for n in STEP_NAMES.values() if n in by]     # a recording may predate later steps
         out[(S, causal)] = []
         for a, b in zip(names, names[1:]):
             per = [x / y for x, y in zip(by[a].get("ms_rounds") or [by[a]["ms"]], by[b].get("ms_rounds") or [by[b]["ms"]])]
@@ -168,7 +172,8 @@ def step_gains(rows) -> dict:
 COUNTERS = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_active": "tensor_pipe_pct",
             "sm__inst_executed_pipe_xu.avg.pct_of_peak_sustained_active": "xu_pipe_pct",
             "lts__t_bytes.sum": "l2_bytes", "dram__bytes_read.sum": "dram_read_bytes",
-            "gpu__time_duration.sum": "ns"}
+            "gpu__time_duration.sum": "ns",
+            "sm__cycles_active.avg": "sm_active_cycles", "sm__cycles_elapsed.avg": "sm_elapsed_cycles"}
 
 
 def launch_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
@@ -185,7 +190,8 @@ def launch_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
 def measure_counters(S: int = 4096, D: int = 128, full=None) -> list:
     """One row per (step, causal): the kernel under ncu (one launch): tensor pipe and XU (MUFU:
     ``ex2``) busy, in % of peak over the cycles the SM was active (an idle SM's cycles are not in
-    it), L2 traffic, DRAM bytes read, duration. Causal and not in the full run (:func:`full_run`),
+    it), L2 traffic, DRAM bytes read, duration, and an average SM's active and elapsed cycles (their
+    ratio: the share of the kernel's time an SM had work, which a tail of short CTAs lowers). Causal and not in the full run (:func:`full_run`),
     non-causal only by default."""
     import sys
     from ..core import ncu
@@ -230,7 +236,7 @@ def plot_sweep(rows, label=""):
     import matplotlib.pyplot as plt
     fig, ax = plt.subplots(figsize=(11, 4))
     keys = sorted({(r["dtype"], r["shape"][3], r["shape"][2]) for r in rows})
-    for name, color in ((STEP_NAMES["overlap"], "tab:blue"), (TRITON, "tab:orange")):
+    for name, color in ((LAST, "tab:blue"), (TRITON, "tab:orange")):
         for causal, style in ((False, "-"), (True, ":")):
             ys = []
             for dt, D, S in keys:
