@@ -52,3 +52,37 @@ def test_step_gains_skip_steps_a_recording_predates():
 def test_fa3_ablation_is_the_papers_table():
     assert am.FA3_ABLATION["FlashAttention-3"] == 661
     assert sorted(v for k, v in am.FA3_ABLATION.items() if k != "FlashAttention-3") == [570, 582]
+
+
+def test_measure_counters_rows_with_ncu_faked(monkeypatch):
+    """measure_counters on a CPU, ncu faked: one row per step from the CuteDSL launches, and one for
+    cuDNN from its own process, the longest kernel of that call (not the first); each row carries
+    the stall reasons and the instruction count; a launch count that is not one per step is refused."""
+    from utils.core import ncu
+    from utils.cute_dsl import attention as fa
+    from utils.cute_dsl.counters import STALL_METRIC, STALLS
+
+    def kernel(name, ns, stall=1.0):
+        k = {m: 1.0 for m in am.COUNTERS}
+        k.update({"kernel": name, "gpu__time_duration.sum": ns, am.INSTRUCTIONS: 5e6,
+                  **{STALL_METRIC.format(r): stall for r in STALLS}})
+        return k
+    calls = []
+
+    def profile(argv, regex, metrics):
+        calls.append((argv[-1], regex))
+        assert am.INSTRUCTIONS in metrics and all(STALL_METRIC.format(r) in metrics for r in STALLS)
+        if "launch_cudnn_once" in argv[-1]:
+            return [kernel("small", 1e4), kernel("cudnn_sdpa_fprop", 9e5, 2.0), kernel("tail", 2e4)]
+        return [kernel(f"kernel_cutlass_{i}", 1e6 - i * 1e4) for i in range(len(fa.STEPS))]
+    monkeypatch.setattr(ncu, "profile", profile)
+    rows = am.measure_counters(full=False)
+    assert [r["name"] for r in rows] == [am.STEP_NAMES[s] for s in fa.STEPS] + [am.BACKENDS["CUDNN_ATTENTION"]]
+    cudnn = rows[-1]
+    assert cudnn["kernel"] == "cudnn_sdpa_fprop" and cudnn["value"] == pytest.approx(0.9)
+    assert cudnn["stalls"]["gmma"] == 2.0 and cudnn["instructions"] == 5e6
+    assert rows[0]["ratio"] == 1.0 and rows[-1]["ratio"] == pytest.approx(1.0 / 0.9)
+    assert [regex for _, regex in calls] == ["kernel_cutlass", "."]
+    monkeypatch.setattr(ncu, "profile", lambda argv, regex, metrics: [kernel("kernel_cutlass_0", 1e6)])
+    with pytest.raises(RuntimeError, match="expected 6 attention launches"):
+        am.measure_counters(full=False)

@@ -176,6 +176,9 @@ COUNTERS = {"sm__pipe_tensor_op_hmma_cycles_active.avg.pct_of_peak_sustained_act
             "sm__cycles_active.avg": "sm_active_cycles", "sm__cycles_elapsed.avg": "sm_elapsed_cycles"}
 
 
+INSTRUCTIONS = "smsp__inst_executed.sum"
+
+
 def launch_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
     """Launch every step once (what :func:`measure_counters` profiles: ncu replays each launch)."""
     import torch
@@ -187,28 +190,55 @@ def launch_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
     torch.cuda.synchronize()
 
 
+def launch_cudnn_once(S: int = 4096, D: int = 128, causal: bool = False) -> None:
+    """One call of torch's cuDNN attention (what :func:`measure_counters` profiles beside the steps);
+    the inputs are made on the host and copied, so no other kernel runs before it."""
+    import torch
+    import torch.nn.functional as F
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    q, k, v = (torch.randn(shape_of(S, D), dtype=torch.float16).cuda() for _ in range(3))
+    with sdpa_kernel(SDPBackend.CUDNN_ATTENTION):
+        F.scaled_dot_product_attention(q, k, v, is_causal=causal)
+    torch.cuda.synchronize()
+
+
+def _counter_row(name, k, causal, S, D, reference, first) -> dict:
+    """A counters row from one profiled kernel ``k`` (:func:`utils.core.ncu.profile`)."""
+    from ..cute_dsl.counters import STALL_METRIC, STALLS
+    row = {COUNTERS[m]: float(k[m]) for m in COUNTERS}
+    ms = row["ns"] / 1e6
+    return dict(name=name, metric="ms", value=ms, causal=causal, tool="ncu", kernel=k["kernel"][:120],
+                reference=reference, reference_value=first, ratio=first / ms, shape=list(shape_of(S, D)),
+                dtype="float16", part="counters", instructions=float(k[INSTRUCTIONS]),
+                stalls={r: float(k[STALL_METRIC.format(r)]) for r in STALLS}, **row)
+
+
 def measure_counters(S: int = 4096, D: int = 128, full=None) -> list:
     """One row per (step, causal): the kernel under ncu (one launch): tensor pipe and XU (MUFU:
     ``ex2``) busy, in % of peak over the cycles the SM was active (an idle SM's cycles are not in
     it), L2 traffic, DRAM bytes read, duration, and an average SM's active and elapsed cycles (their
-    ratio: the share of the kernel's time an SM had work, which a tail of short CTAs lowers). Causal and not in the full run (:func:`full_run`),
-    non-causal only by default."""
+    ratio: the share of the kernel's time an SM had work, which a tail of short CTAs lowers),
+    instructions issued and the warp stall reasons per issued instruction (``stalls``). The same
+    counters for torch's cuDNN attention (its longest kernel in one call). Causal and not in the full
+    run (:func:`full_run`), non-causal only by default."""
     import sys
     from ..core import ncu
     from ..cute_dsl import attention as fa
+    from ..cute_dsl.counters import STALL_METRIC, STALLS
+    metrics = (*COUNTERS, INSTRUCTIONS, *(STALL_METRIC.format(r) for r in STALLS))
     rows = []
     for causal in ((False, True) if (full_run() if full is None else full) else (False,)):
         code = f"from utils.day05 import attention_measure as m; m.launch_once({S}, {D}, {causal})"
-        got = ncu.profile([sys.executable, "-c", code], "kernel_cutlass", metrics=tuple(COUNTERS))
+        got = ncu.profile([sys.executable, "-c", code], "kernel_cutlass", metrics=metrics)
         if len(got) != len(fa.STEPS):
             raise RuntimeError(f"expected {len(fa.STEPS)} attention launches, ncu saw {len(got)}")
         first = float(got[0]["gpu__time_duration.sum"]) / 1e6
-        for s, k in zip(fa.STEPS, got):
-            row = {COUNTERS[m]: float(k[m]) for m in COUNTERS}
-            ms = row["ns"] / 1e6
-            rows.append(dict(name=STEP_NAMES[s], metric="ms", value=ms, causal=causal, tool="ncu",
-                             reference=STEP_NAMES[fa.STEPS[0]], reference_value=first, ratio=first / ms,
-                             shape=list(shape_of(S, D)), dtype="float16", part="counters", **row))
+        ref = STEP_NAMES[fa.STEPS[0]]
+        rows += [_counter_row(STEP_NAMES[s], k, causal, S, D, ref, first) for s, k in zip(fa.STEPS, got)]
+        code = f"from utils.day05 import attention_measure as m; m.launch_cudnn_once({S}, {D}, {causal})"
+        got = ncu.profile([sys.executable, "-c", code], ".", metrics=metrics)
+        longest = max(got, key=lambda k: float(k["gpu__time_duration.sum"]))
+        rows.append(_counter_row(BACKENDS["CUDNN_ATTENTION"], longest, causal, S, D, ref, first))
     return rows
 
 
