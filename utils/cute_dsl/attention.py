@@ -64,7 +64,7 @@ class FlashFwd:
     the MN-major B operand of ``P V``); see :func:`operands`."""
 
     def __init__(self, D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True,
-                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N):
+                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N, tree: bool = False):
         if order not in ORDERS:
             raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
         if order == "named" and step != "overlap":
@@ -82,6 +82,7 @@ class FlashFwd:
             raise ValueError(f"stages must be 2..{most} for D={D} (shared memory), got {stages!r}")
         self.D, self.step, self.causal, self.skip, self.stages = D, step, bool(causal), bool(skip), stages
         self.bn = block_n                                # keys per K/V tile
+        self.tree = bool(tree)                           # row max and sum as pairwise trees
         self.early = step in ("rescale", "longest")      # the O rescale while S_j is on the tensor cores
         self.longest_first = step == "longest"
         self.ws = step != "pipeline"
@@ -442,9 +443,13 @@ class FlashFwd:
                         acc_s[i] = -cutlass.Float32.inf
         for r in cutlass.range_constexpr(cute.size(m_run)):
             m_old = m_run[r]
-            mx = m_old
-            for c in cutlass.range_constexpr(per_row):
-                mx = cute.arch.fmax(mx, acc_s[self.flat(r, c)])
+            if cutlass.const_expr(self.tree):               # pairwise: a chain log2(per_row) deep
+                mx = cute.arch.fmax(m_old, self.pairwise([acc_s[self.flat(r, c)] for c in range(per_row)],
+                                                         cute.arch.fmax))
+            else:                                           # one chain, per_row deep
+                mx = m_old
+                for c in cutlass.range_constexpr(per_row):
+                    mx = cute.arch.fmax(mx, acc_s[self.flat(r, c)])
             mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
             m_run[r] = mx
             shift = mx * scale_log2
@@ -452,12 +457,22 @@ class FlashFwd:
             for c in cutlass.range_constexpr(per_row):
                 i = self.flat(r, c)
                 acc_s[i] = cute.math.exp2(acc_s[i] * scale_log2 - shift, fastmath=True)
-                total = total + acc_s[i]
+                if cutlass.const_expr(not self.tree):
+                    total = total + acc_s[i]
+            if cutlass.const_expr(self.tree):
+                total = self.pairwise([acc_s[self.flat(r, c)] for c in range(per_row)], lambda a, b: a + b)
             alpha = cute.math.exp2(m_old * scale_log2 - shift, fastmath=True)   # 0 on the first tile
             l_run[r] = l_run[r] * alpha + total
             if cutlass.const_expr(rescale_now):
                 for c in cutlass.range_constexpr(self.D // 4):
                     acc_o[self.flat(r, c)] = acc_o[self.flat(r, c)] * alpha
+
+    @staticmethod
+    def pairwise(vals: list, op):
+        """``op`` over ``vals`` as a balanced tree (traced: a list of values, not a loop)."""
+        while len(vals) > 1:
+            vals = [op(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
+        return vals[0]
 
     @cute.jit
     def rescale(self, acc_o, m_new, m_old, scale_log2):
