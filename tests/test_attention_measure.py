@@ -42,11 +42,11 @@ def test_step_gains_are_per_round_ratios_of_the_previous_step():
 
 
 def test_step_gains_skip_steps_a_recording_predates():
-    """A recording made before steps 5-6 existed has gains for steps 2-4 only (no KeyError)."""
+    """A recording made before step 5 existed has gains for steps 2-4 only (no KeyError)."""
     rows = [_row(s, 4096, False, [1.0, 0.99]) for s in ("pipeline", "producer", "pingpong", "overlap")]
     assert [x[0] for x in am.step_gains(rows)[(4096, False)]] == [am.STEP_NAMES[s] for s in ("producer", "pingpong", "overlap")]
-    rows += [_row("rescale", 4096, False, [0.9, 0.9]), _row("longest", 4096, False, [0.9, 0.91])]
-    assert len(am.step_gains(rows)[(4096, False)]) == 5
+    rows += [_row("named", 4096, False, [0.9, 0.9])]
+    assert len(am.step_gains(rows)[(4096, False)]) == 4
 
 
 def test_fa3_ablation_is_the_papers_table():
@@ -84,5 +84,5 @@ def test_measure_counters_rows_with_ncu_faked(monkeypatch):
     assert rows[0]["ratio"] == 1.0 and rows[-1]["ratio"] == pytest.approx(1.0 / 0.9)
     assert [regex for _, regex in calls] == ["kernel_cutlass", "."]
     monkeypatch.setattr(ncu, "profile", lambda argv, regex, metrics: [kernel("kernel_cutlass_0", 1e6)])
-    with pytest.raises(RuntimeError, match="expected 6 attention launches"):
+    with pytest.raises(RuntimeError, match="expected 5 attention launches"):
         am.measure_counters(full=False)

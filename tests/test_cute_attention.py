@@ -89,41 +89,14 @@ def test_overlap_peels_the_loop():
     assert "wgmma.wait_group.sync.aligned \t1;" not in pp
 
 
-def _loop_between_gemms(p):
-    """The PTX between the overlapped loop's two commit groups (after S_j = Q K_j is issued, up to
-    the commit of O += P_{j-1} V_{j-1}): the 2nd to the 3rd ``wgmma.commit_group``."""
-    lines = p.splitlines()
-    at = [i for i, line in enumerate(lines) if "wgmma.commit_group" in line]
-    assert len(at) == 4, "the peeled loop: QK before, QK and PV inside, PV after"
-    return lines[at[1]:at[2]]
-
-
-def test_rescale_step_moves_the_o_rescale_between_the_gemms():
-    """Step 5 runs the rescale of O (one ex2 per row a thread holds: 2) after issuing S_j and before
-    issuing PV_{j-1}; step 4 has nothing between the two issues. Same GEMMs, same count of ex2."""
-    ov, rs = ptx(step="overlap"), ptx(step="rescale")
-    assert wgmmas(rs) == wgmmas(ov)
-    assert sum("ex2.approx" in line for line in _loop_between_gemms(ov)) == 0
-    assert sum("ex2.approx" in line for line in _loop_between_gemms(rs)) == 2
-    assert sum("mul.f32" in line or "mul.rn.f32" in line for line in _loop_between_gemms(rs)) >= 64   # O: 64 values
-
-
-def test_longest_step_reverses_the_query_tiles():
-    """Step 6: CTA x takes query tile (S/128 - 1) - x: 31 - ctaid.x at S = 4096 (ptx_of's default)."""
-    sub = re.compile(r"sub\.s32\s+%r\d+, 31, %r\d+;")
-    assert sub.search(ptx(step="longest")) and not sub.search(ptx(step="rescale"))
-    assert wgmmas(ptx(step="longest")) == wgmmas(ptx(step="rescale"))
-
-
-def test_wider_key_tiles_mask_the_overhang():
-    """block_n = 176 (FlashAttention-3's choice at D = 128): m64n176k16 for S = Q K^T, 11 k-blocks of P V,
-    2 stages; S = 4096 is not a multiple of 176, so the last tile's keys past S are masked (-inf)."""
-    wide = fa.FlashFwd(128, "rescale", block_n=176)
-    assert wide.stages == 2 == fa.kv_stages(128, block_n=176)
-    p = fa.ptx_of(flash=wide)
-    assert wgmmas(p) == {("m64n176k16", "smem"): 16, ("m64n128k16", "reg"): 22}
-    assert p.count(NEG_INF) > 10 * ptx(step="rescale").count(NEG_INF)
-    assert fa.ptx_of(flash=fa.FlashFwd(128, "rescale", block_n=176), S=176 * 24).count(NEG_INF) < 10
+def test_named_step_passes_the_turn_by_named_barriers():
+    """Step 5: the loop of step 4 with bar.sync / bar.arrive on named barriers 1-2 (256 threads) in
+    place of the mbarrier ring's waits: fewer mbarrier waits, the same GEMMs."""
+    ov, nm = ptx(step="overlap"), ptx(step="named")
+    assert wgmmas(nm) == wgmmas(ov)
+    assert re.search(r"bar\.sync\s+%r\d+, 256;", nm) and not re.search(r"bar\.sync\s+%r\d+, 256;", ov)
+    assert "bar.arrive" not in ov and nm.count("bar.arrive") >= 2      # the head start and the step's
+    assert nm.count(WAIT) < ov.count(WAIT)
 
 
 def test_head_dim_64_uses_n64_for_pv():
@@ -164,9 +137,6 @@ def test_flashfwd_defaults():
 @pytest.mark.parametrize("kwargs,match", [
     (dict(D=96), "head dim D must be 64 or 128"),
     (dict(step="nope"), "step must be one of"),
-    (dict(block_n=100), "block_n .* multiple of 16"),
-    (dict(block_n=272), "block_n .* multiple of 16 in 64..256"),
-    (dict(block_n=True), "block_n"),
     (dict(D=128, stages=1), r"stages must be 2\.\.3 for D=128"),
     (dict(D=128, stages=99), r"stages must be 2\.\.3"),
     (dict(D=128, stages=True), "stages must be"),

@@ -1,6 +1,8 @@
 """Planted steps for day05/07's Exercise 4 (the overlapped loop's turn and wait_groups,
 utils/day05/attention_step_check.py): wrong steps a learner would write, each rejected with
 its own hint, and right steps written differently, accepted (compiled for sm_90a on the CPU)."""
+import re
+
 import pytest
 
 from utils.core.checks import CheckFailed
@@ -133,10 +135,17 @@ def test_ptx_problems_sees_a_missing_wait():
     assert sc.ptx_problems(ptx.replace("wgmma.wait_group.sync.aligned \t1", "nop")) != []
 
 
-def test_named_order_rules():
-    with pytest.raises(ValueError, match="order"):
-        fa.FlashFwd(128, "pingpong", order="named")
-    with pytest.raises(ValueError, match="order must be"):
-        fa.FlashFwd(128, "overlap", order="ring")
-    with pytest.raises(NotImplementedError):
-        fa.FlashFwd.named_step(None, 0, None, None, None, None)
+def test_the_course_step_is_a_right_answer():
+    """Step 5 of the ladder runs FlashFwd's own named_step: the PTX check accepts it, and it is
+    what a learner's correct step compiles to (the same PTX as the check's reference)."""
+    own = fa.ptx_of(128, "named")
+    assert sc.ptx_problems(own) == []
+    def body(ptx):           # the kernel's name holds the class's (Yours vs FlashFwd)
+        return re.sub(r"kernel_cutlass_\w+", "K", ptx)
+    assert body(own) == body(fa.ptx_of(flash=sc.flash_with(reference)))
+    assert fa.ptx_of(128, "overlap").count("bar.arrive") == 0 < own.count("bar.arrive")
+
+
+def test_only_the_known_steps():
+    with pytest.raises(ValueError, match="step must be one of"):
+        fa.FlashFwd(128, "ring")

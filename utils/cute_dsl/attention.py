@@ -18,18 +18,11 @@ The steps (:data:`STEPS`), each one change on the previous one:
 * ``"overlap"``: inside each warpgroup, ``S_j = Q K_j`` is issued before ``O += P_{j-1} V_{j-1}``
   and the softmax of ``S_j`` runs while that PV GEMM is still in flight (FlashAttention-3's
   intra-warpgroup overlap; the rescale of O waits for the PV GEMM);
-* ``"rescale"``: the rescale of O moves to where FlashAttention-3 does it, between issuing
-  ``S_j = Q K_j`` and ``O += P_{j-1} V_{j-1}``, so it runs while the QK GEMM is on the tensor
-  cores instead of after the PV GEMM (:meth:`FlashFwd.rescale_first_step`);
-* ``"longest"``: CTA ``x`` takes query tile ``last - x``, so with the causal mask the CTAs with
-  the most K/V tiles start first and the short ones fill the end of the grid; without the mask
-  every CTA has the same work, and the step is a control.
-
-``order="named"`` (step ``"overlap"`` only) orders the two warpgroups with named barriers
-instead, as FlashAttention-3 does: one iteration of the overlapped loop is then the method
-:meth:`FlashFwd.named_step`, which day05/07's Exercise 4 writes (``utils.day05.attention_step_check``
-plugs it in and checks it); the kernel gives warpgroup 0 the first turn. The course's measured
-kernel keeps the mbarrier ring (``order="mbarrier"``, the default).
+* ``"named"``: the same loop with the turn passed by **named barriers** (``bar.sync`` /
+  ``bar.arrive``, hardware barriers of the SM) instead of the mbarrier ring in shared memory, as
+  FlashAttention-3 does. One iteration is then :meth:`FlashFwd.named_step`, which day05/07's
+  Exercise 4 writes (``utils.day05.attention_step_check`` plugs the learner's in and checks it);
+  the kernel gives warpgroup 0 the first turn.
 
 ``causal=True`` masks keys after each query; ``skip=True`` (the default) visits only the K/V tiles
 up to the diagonal, ``skip=False`` visits all of them and masks (the ablation of the skip).
@@ -43,19 +36,18 @@ from functools import partial
 
 from .compat import cpasync, cute, cutlass, pipeline, sm90, SmemAllocator, warpgroup
 
-STEPS = ("pipeline", "producer", "pingpong", "overlap", "rescale", "longest")
+STEPS = ("pipeline", "producer", "pingpong", "overlap", "named")
 BLOCK_M, WG_M, BLOCK_N = 128, 64, 128       # query rows per CTA / per warpgroup, keys per K/V tile
 SMEM_BYTES = 227 * 1024
 LOAD_REGS, MMA_REGS = 24, 240                # setmaxnreg of producer / consumer warpgroups
 LOG2E = 1.4426950408889634
 ORDER_BARRIER = 1           # named barriers 1 and 2 order the consumer warpgroups (0 is __syncthreads)
-ORDERS = ("mbarrier", "named")
 
 
-def kv_stages(D: int, itemsize: int = 2, block_n: int = BLOCK_N) -> int:
+def kv_stages(D: int, itemsize: int = 2) -> int:
     """K+V stages that fit next to the resident Q tile (and 1 KiB of barriers), at most 4."""
     q = BLOCK_M * D * itemsize
-    return min(4, (SMEM_BYTES - 1024 - q) // (2 * block_n * D * itemsize))
+    return min(4, (SMEM_BYTES - 1024 - q) // (2 * BLOCK_N * D * itemsize))
 
 
 class FlashFwd:
@@ -64,31 +56,20 @@ class FlashFwd:
     the MN-major B operand of ``P V``); see :func:`operands`."""
 
     def __init__(self, D: int = 128, step: str = "overlap", causal: bool = False, skip: bool = True,
-                 stages: int | None = None, order: str = "mbarrier", block_n: int = BLOCK_N, tree: bool = False):
-        if order not in ORDERS:
-            raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
-        if order == "named" and step != "overlap":
-            raise ValueError(f"order='named' is the overlapped loop's (step 'overlap'), got step {step!r}")
+                 stages: int | None = None):
         if D not in (64, 128):
             raise ValueError(f"head dim D must be 64 or 128, got {D!r}")
         if step not in STEPS:
             raise ValueError(f"step must be one of {STEPS}, got {step!r}")
-        if isinstance(block_n, bool) or not isinstance(block_n, int) or block_n % 16 or not 64 <= block_n <= 256:
-            raise ValueError(f"block_n (keys per K/V tile) must be a multiple of 16 in 64..256 (wgmma N, and "
-                             f"the k-blocks of P V), got {block_n!r}")
-        most = kv_stages(D, block_n=block_n)
+        most = kv_stages(D)
         stages = most if stages is None else stages
         if isinstance(stages, bool) or not isinstance(stages, int) or not 2 <= stages <= most:
             raise ValueError(f"stages must be 2..{most} for D={D} (shared memory), got {stages!r}")
         self.D, self.step, self.causal, self.skip, self.stages = D, step, bool(causal), bool(skip), stages
-        self.bn = block_n                                # keys per K/V tile
-        self.tree = bool(tree)                           # row max and sum as pairwise trees
-        self.early = step in ("rescale", "longest")      # the O rescale while S_j is on the tensor cores
-        self.longest_first = step == "longest"
         self.ws = step != "pipeline"
         self.pingpong = step in STEPS[2:]
         self.overlap = step in STEPS[3:]
-        self.named = order == "named"
+        self.named = step == "named"
         self.threads = 384 if self.ws else 256
 
     # --- host side -----------------------------------------------------------------------------
@@ -100,7 +81,7 @@ class FlashFwd:
         kmaj = cutlass.utils.LayoutEnum.from_tensor(q)
         vmaj = cutlass.utils.LayoutEnum.from_tensor(v)
         D = self.D
-        qk_tiler, pv_tiler = (WG_M, self.bn, D), (WG_M, D, self.bn)      # (M, N, K) of each GEMM
+        qk_tiler, pv_tiler = (WG_M, BLOCK_N, D), (WG_M, D, BLOCK_N)      # (M, N, K) of each GEMM
         qk_mma = sm90.make_trivial_tiled_mma(ab, ab, kmaj.sm90_mma_major_mode(), kmaj.sm90_mma_major_mode(),
                                              cutlass.Float32, (1, 1, 1), tiler_mn=qk_tiler[:2])
         pv_mma = sm90.make_trivial_tiled_mma(ab, ab, warpgroup.OperandMajorMode.K, vmaj.sm90_mma_major_mode(),
@@ -111,8 +92,8 @@ class FlashFwd:
         sv_layout = sm90.make_smem_layout_b(vmaj, pv_tiler, ab, self.stages)
         g2s = cpasync.CopyBulkTensorTileG2SOp()
         atom_q, tma_q = cpasync.make_tiled_tma_atom(g2s, q, cute.slice_(sq_layout, (None, None, 0)), (WG_M, D))
-        atom_k, tma_k = cpasync.make_tiled_tma_atom(g2s, k, cute.slice_(sk_layout, (None, None, 0)), (self.bn, D))
-        atom_v, tma_v = cpasync.make_tiled_tma_atom(g2s, v, cute.slice_(sv_layout, (None, None, 0)), (D, self.bn))
+        atom_k, tma_k = cpasync.make_tiled_tma_atom(g2s, k, cute.slice_(sk_layout, (None, None, 0)), (BLOCK_N, D))
+        atom_v, tma_v = cpasync.make_tiled_tma_atom(g2s, v, cute.slice_(sv_layout, (None, None, 0)), (D, BLOCK_N))
 
         @cute.struct
         class Storage:
@@ -126,7 +107,6 @@ class FlashFwd:
         self.q_bytes = 2 * cute.size_in_bytes(ab, cute.slice_(sq_layout, (None, None, 0)))
         self.kv_bytes = cute.size_in_bytes(ab, cute.slice_(sk_layout, (None, None, 0))) + \
             cute.size_in_bytes(ab, cute.slice_(sv_layout, (None, None, 0)))
-        self.seq = q.layout.shape[0]                 # static: the compile is per shape
         grid = (cute.ceil_div(q.layout.shape[0], BLOCK_M), q.layout.shape[2], 1)
         self.kernel(atom_q, tma_q, atom_k, tma_k, atom_v, tma_v, o, qk_mma, pv_mma, sq_layout, sk_layout,
                     sv_layout, scale_log2).launch(grid=grid, block=[self.threads, 1, 1], stream=stream,
@@ -141,8 +121,6 @@ class FlashFwd:
         tidx, _, _ = cute.arch.thread_idx()
         warp = cute.arch.make_warp_uniform(cute.arch.warp_idx())
         m_tile, bh, _ = cute.arch.block_idx()
-        if cutlass.const_expr(self.longest_first):        # causal: the CTAs with the most tiles start first
-            m_tile = cute.ceil_div(self.seq, BLOCK_M) - 1 - m_tile
         if warp == 0:
             cpasync.prefetch_descriptor(atom_q)
             cpasync.prefetch_descriptor(atom_k)
@@ -166,8 +144,8 @@ class FlashFwd:
         sK = storage.sK.get_tensor(sk_layout.outer, swizzle=sk_layout.inner)
         sV = storage.sV.get_tensor(sv_layout.outer, swizzle=sv_layout.inner)
         gQ = cute.local_tile(mQ[(None, None, bh)], (WG_M, self.D), (None, 0))       # (64, D, q tiles)
-        gK = cute.local_tile(mK[(None, None, bh)], (self.bn, self.D), (None, 0))    # (bN, D, kv tiles)
-        gV = cute.local_tile(mV[(None, None, bh)], (self.D, self.bn), (0, None))    # (D, bN, kv tiles)
+        gK = cute.local_tile(mK[(None, None, bh)], (BLOCK_N, self.D), (None, 0))    # (bN, D, kv tiles)
+        gV = cute.local_tile(mV[(None, None, bh)], (self.D, BLOCK_N), (0, None))    # (D, bN, kv tiles)
         tQs, tQg = cpasync.tma_partition(atom_q, 0, cute.make_layout(1), cute.group_modes(sQ, 0, 2),
                                          cute.group_modes(gQ, 0, 2))
         tKs, tKg = cpasync.tma_partition(atom_k, 0, cute.make_layout(1), cute.group_modes(sK, 0, 2),
@@ -207,7 +185,7 @@ class FlashFwd:
         diagonal (keys ``< (m_tile + 1) * BLOCK_M``)."""
         n = all_tiles
         if cutlass.const_expr(self.causal and self.skip):
-            n = cutlass.min(all_tiles, cute.ceil_div((m_tile + 1) * BLOCK_M, self.bn))
+            n = cutlass.min(all_tiles, cute.ceil_div((m_tile + 1) * BLOCK_M, BLOCK_N))
         return n
 
     @cute.jit
@@ -239,11 +217,11 @@ class FlashFwd:
         tSrQ = qk_mma.make_fragment_A(qk_thr.partition_A(sQ))        # (MMA, M, K-blocks, half)
         tSrK = qk_mma.make_fragment_B(qk_thr.partition_B(sK))        # (MMA, N, K-blocks, stage)
         tOrV = pv_mma.make_fragment_B(pv_thr.partition_B(sV))
-        acc_s = cute.make_rmem_tensor(qk_thr.partition_shape_C((WG_M, self.bn)), cutlass.Float32)
+        acc_s = cute.make_rmem_tensor(qk_thr.partition_shape_C((WG_M, BLOCK_N)), cutlass.Float32)
         acc_o = cute.make_rmem_tensor(pv_thr.partition_shape_C((WG_M, self.D)), cutlass.Float32)
         # (row, key) of every score this thread holds, within the 64 x BLOCK_N tile
-        tScS = qk_thr.partition_C(cute.make_identity_tensor((WG_M, self.bn)))
-        rows = cute.size(acc_s) // (self.bn // 4)                   # 2 rows per thread
+        tScS = qk_thr.partition_C(cute.make_identity_tensor((WG_M, BLOCK_N)))
+        rows = cute.size(acc_s) // (BLOCK_N // 4)                   # 2 rows per thread
         m_run = cute.make_rmem_tensor(cute.make_layout(rows), cutlass.Float32)
         l_run = cute.make_rmem_tensor(cute.make_layout(rows), cutlass.Float32)
         m_run.fill(-cutlass.Float32.inf)
@@ -287,9 +265,6 @@ class FlashFwd:
         prev = read.clone()
         read.advance()
         alpha = cute.make_rmem_tensor(m_run.layout, cutlass.Float32)
-        if cutlass.const_expr(self.early):
-            for r in cutlass.range_constexpr(cute.size(m_run)):
-                alpha[r] = m_run[r]                            # no rescale before the first PV GEMM
         if cutlass.const_expr(self.named):
             if cw == 1:                                        # warpgroup 0 takes the loop's first turn
                 cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER, number_of_threads=256)
@@ -302,13 +277,6 @@ class FlashFwd:
                                 partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile,
                                         row0, scale_log2),
                                 partial(self.finish_pv, kv_pipe, prev, acc_o, m_run, alpha, scale_log2))
-            elif cutlass.const_expr(self.early):
-                self.rescale_first_step(order, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
-                                        partial(self.rescale, acc_o, m_run, alpha, scale_log2),
-                                        partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
-                                        partial(self.softmax_next, alpha, acc_s, acc_o, tScS, m_run, l_run, j,
-                                                m_tile, row0, scale_log2),
-                                        partial(kv_pipe.consumer_release, prev))
             else:
                 self.overlap_step(order, partial(self.issue_qk, qk_mma, tSrQ, tSrK, acc_s, cw, read.index),
                                   partial(self.issue_pv, pv_mma, p, tOrV, acc_o, prev.index),
@@ -318,8 +286,6 @@ class FlashFwd:
             prev.advance()
             read.advance()
         p = self.to_operand(acc_s)
-        if cutlass.const_expr(self.early):
-            self.rescale(acc_o, m_run, alpha, scale_log2)      # the last tile's rescale, still pending
         self.gemm_pv(order, pv_mma, p, tOrV, acc_o, prev.index, converted=True)
         warpgroup.wait_group(0)
         kv_pipe.consumer_release(prev)
@@ -340,25 +306,21 @@ class FlashFwd:
         finish()
 
     @cute.jit
-    def rescale_first_step(self, order, issue_s, rescale, issue_pv, softmax, release):
-        """:meth:`overlap_step` with FlashAttention-3's placement of the O rescale: while S_j
-        is on the tensor cores, rescale O for P_{j-1} (the factor the softmax of S_{j-1} found),
-        then issue ``O += P_{j-1} V_{j-1}``. After that GEMM only the stage is freed."""
-        order.wait()
-        issue_s()
-        rescale()                                          # O is free: PV_{j-2} finished last step
-        issue_pv()
-        order.arrive()
-        warpgroup.wait_group(1)
-        softmax()
-        warpgroup.wait_group(0)
-        release()
-
     def named_step(self, cw, issue_s, issue_pv, softmax, finish):
-        """One iteration of the overlapped loop with named-barrier ordering (``order="named"``):
-        day05/07's Exercise 4, plugged in by :mod:`utils.day05.attention_step_check`."""
-        raise NotImplementedError("FlashFwd(order='named') needs a named_step: subclass it with yours "
-                                  "(utils.day05.attention_step_check.flash_with)")
+        """One iteration of the overlapped loop in step ``"named"``: :meth:`overlap_step` with the
+        turn passed by named barriers. Warpgroup ``cw`` waits on barrier ``ORDER_BARRIER + cw``
+        (``bar.sync``: its 128 threads and the other warpgroup's 128 arrivals), issues both GEMMs,
+        and arrives on the other's barrier (``bar.arrive``: no wait). day05/07's Exercise 4 writes
+        this method; the check plugs the learner's into a subclass
+        (:func:`utils.day05.attention_step_check.flash_with`)."""
+        cute.arch.barrier(barrier_id=ORDER_BARRIER + cw, number_of_threads=256)
+        issue_s()
+        issue_pv()
+        cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER + 1 - cw, number_of_threads=256)
+        warpgroup.wait_group(1)                            # S_j is ready; PV_{j-1} may still run
+        softmax()
+        warpgroup.wait_group(0)                            # PV_{j-1} done: rescale O, free its stage
+        finish()
 
     @cute.jit
     def softmax_next(self, alpha, acc_s, acc_o, tScS, m_run, l_run, j, m_tile, row0, scale_log2):
@@ -428,28 +390,18 @@ class FlashFwd:
         """Online softmax of one S tile in place (S becomes P = exp2(S*scale_log2 - m*scale_log2)):
         mask (causal tiles on or past the diagonal), new row max (4 threads share a row), update
         the running sum, and rescale O now (``rescale_now``) or leave it to :meth:`rescale`."""
-        per_row = self.bn // 4                                  # scores per row in one thread
+        per_row = BLOCK_N // 4                                  # scores per row in one thread
         if cutlass.const_expr(self.causal):
-            if (j + 1) * self.bn > m_tile * BLOCK_M:            # this tile reaches past the first row
+            if (j + 1) * BLOCK_N > m_tile * BLOCK_M:            # this tile reaches past the first row
                 for i in cutlass.range(cute.size(acc_s), unroll_full=True):
                     row, key = tScS[i]
-                    if j * self.bn + key > row0 + row:
-                        acc_s[i] = -cutlass.Float32.inf
-        if cutlass.const_expr(self.seq % self.bn != 0):         # the last tile overhangs the keys
-            if (j + 1) * self.bn > self.seq:                    # (TMA filled them with zeros)
-                for i in cutlass.range(cute.size(acc_s), unroll_full=True):
-                    _, key = tScS[i]
-                    if j * self.bn + key >= self.seq:
+                    if j * BLOCK_N + key > row0 + row:
                         acc_s[i] = -cutlass.Float32.inf
         for r in cutlass.range_constexpr(cute.size(m_run)):
             m_old = m_run[r]
-            if cutlass.const_expr(self.tree):               # pairwise: a chain log2(per_row) deep
-                mx = cute.arch.fmax(m_old, self.pairwise([acc_s[self.flat(r, c)] for c in range(per_row)],
-                                                         cute.arch.fmax))
-            else:                                           # one chain, per_row deep
-                mx = m_old
-                for c in cutlass.range_constexpr(per_row):
-                    mx = cute.arch.fmax(mx, acc_s[self.flat(r, c)])
+            mx = m_old
+            for c in cutlass.range_constexpr(per_row):
+                mx = cute.arch.fmax(mx, acc_s[self.flat(r, c)])
             mx = cute.arch.warp_reduction_max(mx, threads_in_group=4)
             m_run[r] = mx
             shift = mx * scale_log2
@@ -457,22 +409,12 @@ class FlashFwd:
             for c in cutlass.range_constexpr(per_row):
                 i = self.flat(r, c)
                 acc_s[i] = cute.math.exp2(acc_s[i] * scale_log2 - shift, fastmath=True)
-                if cutlass.const_expr(not self.tree):
-                    total = total + acc_s[i]
-            if cutlass.const_expr(self.tree):
-                total = self.pairwise([acc_s[self.flat(r, c)] for c in range(per_row)], lambda a, b: a + b)
+                total = total + acc_s[i]
             alpha = cute.math.exp2(m_old * scale_log2 - shift, fastmath=True)   # 0 on the first tile
             l_run[r] = l_run[r] * alpha + total
             if cutlass.const_expr(rescale_now):
                 for c in cutlass.range_constexpr(self.D // 4):
                     acc_o[self.flat(r, c)] = acc_o[self.flat(r, c)] * alpha
-
-    @staticmethod
-    def pairwise(vals: list, op):
-        """``op`` over ``vals`` as a balanced tree (traced: a list of values, not a loop)."""
-        while len(vals) > 1:
-            vals = [op(vals[i], vals[i + 1]) if i + 1 < len(vals) else vals[i] for i in range(0, len(vals), 2)]
-        return vals[0]
 
     @cute.jit
     def rescale(self, acc_o, m_new, m_old, scale_log2):

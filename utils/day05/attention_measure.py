@@ -30,9 +30,8 @@ STEP_NAMES = {"pipeline": "1 Q resident, K/V by TMA through a ring (2 warpgroups
               "producer": "2 + producer warpgroup (setmaxnreg 24/240)",
               "pingpong": "3 + ping-pong between the consumer warpgroups",
               "overlap": "4 + softmax overlapped with the PV GEMM",
-              "rescale": "5 + O rescaled while the QK GEMM runs (FA3's placement)",
-              "longest": "6 + query tiles with the most K/V tiles first"}
-LAST = STEP_NAMES["longest"]                # the course's kernel: the sweep of §10 times this step
+              "named": "5 + the turn passed by named barriers (Exercise 4)"}
+LAST = STEP_NAMES["named"]                  # the course's kernel: the sweep of §10 times this step
 NO_SKIP = "4 without the causal skip (every K/V tile visited, masked)"
 TRITON = "plain Triton (FA2-style, no TMA)"
 BACKENDS = {"FLASH_ATTENTION": "torch SDPA flash", "CUDNN_ATTENTION": "torch SDPA cuDNN",

@@ -1,6 +1,6 @@
 """Exercise 4 of ``day05_tma/07_flash_attention``: one iteration of the overlapped loop with the
 two consumer warpgroups ordered by named barriers, FlashAttention-3's way
-(``FlashFwd(order="named")``, whose ``named_step`` is the learner's function).
+(``FlashFwd(step="named")``, step 5 of the notebook's ladder, with the learner's ``named_step``).
 
 The step receives ``(self, cw, issue_s, issue_pv, softmax, finish)``: ``cw`` is the consumer
 warpgroup (0 or 1); ``issue_s()`` issues ``S_j = Q K_j^T`` and ``issue_pv()`` ``O += P_{j-1}
@@ -19,7 +19,6 @@ reference of :mod:`utils.day05.attention`.
 from __future__ import annotations
 
 import contextlib
-import itertools
 
 from ..core.checks import fail, not_attempted, passed, verified
 from ..cute_dsl.producer_check import _ANSI
@@ -243,12 +242,12 @@ def simulate(per_wg: dict, first_id: int, iterations: int = ITERATIONS) -> list:
 
 
 def flash_with(step_fn, D: int = 128, causal: bool = False):
-    """A ``FlashFwd(D, "overlap", causal, order="named")`` whose ``named_step`` is ``step_fn``."""
+    """A ``FlashFwd(D, "named", causal)`` whose ``named_step`` is ``step_fn``."""
     from ..cute_dsl.attention import FlashFwd
 
     class Yours(FlashFwd):
         named_step = step_fn
-    return Yours(D, "overlap", causal, order="named")
+    return Yours(D, "named", causal)
 
 
 def ptx_problems(ptx: str) -> list:
@@ -301,7 +300,7 @@ def check_attention_step(step_fn, tier=None) -> None:
     if problems:
         fail(NAME, problems[0][0], problems[0][1], launched=f"your step called as warpgroup 0 and 1 "
              f"(ORDER_BARRIER = {fa.ORDER_BARRIER})")
-    launched = "FlashFwd(128, 'overlap', order='named') with your step, compiled for sm_90a"
+    launched = "FlashFwd(128, 'named') with your step, compiled for sm_90a"
     try:
         ptx = fa.ptx_of(flash=flash_with(step_fn))
     except Exception as err:   # a step that does not compile explains itself
