@@ -139,7 +139,8 @@ SCREENS = {
         Takeaway("Stream-K did not pay here: at M = 128 it is slower than the narrow tiles it splits",
                  ["M = 128, narrow tiles, no split", "M = 128, narrow tiles, stream-K, reduce-add in C's dtype"],
                  lambda v: v["M = 128, narrow tiles, stream-K, reduce-add in C's dtype"] < v["M = 128, narrow tiles, no split"]),
-        Takeaway("The FA3-style kernel beats plain Triton and torch's flash backend, and stays below cuDNN (non-causal)",
+        Takeaway("Steps 1-4 (the turn through an mbarrier ring) beat plain Triton and torch's flash backend and stay "
+                 "below cuDNN (non-causal); 07 §8 shows step 5",
                  ["step 4", "plain Triton (FA2-style, no TMA)", "torch SDPA flash"] + [f"step {s[0]}" for s in STEPS[:3]],
                  lambda v: v["plain Triton (FA2-style, no TMA)"] < v["step 4"] and v["torch SDPA flash"] < v["step 4"]
                  and max(v[f"step {n}"] for n in "1234") < 1.0)]},
