@@ -14,9 +14,6 @@ each), so both run the epilogue at the same time and the tensor cores idle meanw
   last ``wgmma`` is issued), and the epilogues take turns: while one warpgroup stores its tile,
   the other's ``wgmma``\\ s run;
 * each warpgroup stores through its own ring of C buffers, with its own named barrier.
-
-``turns="named"`` passes the turns by named barriers instead of the mbarrier ring (``bar.sync`` /
-``bar.arrive``, as FlashAttention-3 orders its warpgroups: day05/07's step 5), one change.
 """
 from __future__ import annotations
 
@@ -25,46 +22,6 @@ from .gemm_ws import EPI_STAGES, H100_SMS, WsGemm
 
 WG_TILE = (64, 256, 64)          # one consumer warpgroup's C tile (M, N, K)
 ORDER_DEPTH = 2                  # ordered sections per tile: mainloop, epilogue
-TURN_BARRIER = 4                 # named barriers 4-7: (section, warpgroup); 1-3 are the epilogues'
-TURNS = ("mbarrier", "named")
-
-
-class NamedTurns:
-    """The ordering of :class:`PingpongGemm` on named barriers, with ``PipelineOrder``'s calls:
-    ``wait(turn)`` blocks until it is this consumer warpgroup's turn in section ``turn.index``
-    (``bar.sync`` on barrier ``TURN_BARRIER + 2 * section + cw``, 256 threads: its own 128 and
-    the other warpgroup's 128 arrivals); ``arrive(turn)`` hands that section's turn to the other
-    warpgroup (``bar.arrive`` on its barrier) and advances ``turn`` to the next section. It holds
-    no state (``cw`` comes from the warp index), so loops may carry it."""
-
-    def __extract_mlir_values__(self):
-        return []
-
-    def __new_from_mlir_values__(self, values):
-        return self
-
-    @staticmethod
-    @cute.jit
-    def consumer():
-        """0 or 1: this thread's consumer warpgroup (warpgroups 1 and 2 of the CTA)."""
-        return cute.arch.make_warp_uniform(cute.arch.warp_idx() // 4 - 1)
-
-    @cute.jit
-    def head_start(self):
-        """Warpgroup 1 gives warpgroup 0 the first turn of both sections."""
-        if self.consumer() == 1:
-            for section in cutlass.range_constexpr(ORDER_DEPTH):
-                cute.arch.barrier_arrive(barrier_id=TURN_BARRIER + 2 * section, number_of_threads=256)
-
-    @cute.jit
-    def wait(self, turn):
-        cute.arch.barrier(barrier_id=TURN_BARRIER + 2 * turn.index + self.consumer(), number_of_threads=256)
-
-    @cute.jit
-    def arrive(self, turn):
-        cute.arch.barrier_arrive(barrier_id=TURN_BARRIER + 2 * turn.index + 1 - self.consumer(),
-                                 number_of_threads=256)
-        turn.advance()
 
 
 class PingpongGemm(WsGemm):
@@ -73,11 +30,8 @@ class PingpongGemm(WsGemm):
 
     tiles = (WG_TILE,)
 
-    def __init__(self, cluster=(1, 1), sms: int = H100_SMS, order: str = "grouped", turns: str = "mbarrier"):
-        if turns not in TURNS:
-            raise ValueError(f"turns must be one of {TURNS}, got {turns!r}")
+    def __init__(self, cluster=(1, 1), sms: int = H100_SMS, order: str = "grouped"):
         super().__init__(True, cluster, sms, True, order, tile=WG_TILE, c_sets=2)
-        self.turns = turns
         self.mma_wgs = 1                                # one warpgroup per C tile
         self.release_warps = 4                          # only the owner releases a stage
 
@@ -88,8 +42,6 @@ class PingpongGemm(WsGemm):
 
     def make_order(self, storage, wg):
         """The ordering barrier between the two consumer warpgroups (group 0 and 1)."""
-        if self.turns == "named":
-            return NamedTurns()
         return pipeline.PipelineOrder.create(
             barrier_storage=storage.order_bars.data_ptr(), depth=ORDER_DEPTH, length=2, group_id=wg - 1,
             producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 128), defer_sync=True)
@@ -113,8 +65,6 @@ class PingpongGemm(WsGemm):
         release.advance(k_tiles * cw)
         store_pipe = pipeline.PipelineTmaStore.create(
             num_stages=EPI_STAGES, producer_group=pipeline.CooperativeGroup(pipeline.Agent.Thread, 128))
-        if cutlass.const_expr(self.turns == "named"):
-            order.head_start()
         while tile < clusters_m * clusters_n:
             # this tile's place in the ordered sequence: 2 sections per tile; warpgroup 0 passes
             # its first two waits on the fresh barriers (phase 1), warpgroup 1 waits for 0

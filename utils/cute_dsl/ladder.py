@@ -37,11 +37,7 @@ ORDER_BASE = "6 · + cluster 2x1, B multicast"
 # Rung 6 with one change: the cluster without multicast (every CTA loads its own B tile). Between
 # rungs 5 and 6 it splits rung 6's two changes: the cluster alone, then multicast alone.
 CLUSTER_ONLY = "5 + cluster 2x1, each CTA loads"
-# Rung 7 with one change: the two warpgroups' turns passed by named barriers (FlashAttention-3's way,
-# day05/07's step 5) instead of the mbarrier ring.
-NAMED_TURNS = "7 + turns by named barriers"
-VARIANTS = {CLUSTER_ONLY: ("ws", dict(persistent=True, cluster=(2, 1), multicast=False)),
-            NAMED_TURNS: ("pingpong", dict(cluster=(2, 1), turns="named"))}
+VARIANTS = {CLUSTER_ONLY: ("ws", dict(persistent=True, cluster=(2, 1), multicast=False))}
 ORDERS = {"tile order: row-major": "row", "tile order: grouped (rung 6)": "grouped",
           "tile order: serpentine": "serpentine"}
 
