@@ -40,6 +40,7 @@ WRONG = [  # (the mistake, the step, a piece of the message or hint)
     ("arrive before the GEMMs", _step(order="w a s p 1 m 0 f"), "puts its wgmmas between yours"),
     ("arrive between the issues", _step(order="w s a p 1 m 0 f"), "arrive after issue_pv()"),
     ("arrive after the softmax", _step(order="w s p 1 m a 0 f"), "while you run the softmax"),
+    ("arrive after wait_group(1)", _step(order="w s p 1 a m 0 f"), "before wait_group(1)"),
     ("missing arrive (deadlock on Hopper)", _step(order="w s p 1 m 0 f"), "hangs"),
     ("wait after issuing", _step(order="s w p a 1 m 0 f"), "wait before issuing"),
     ("barrier thread count 128", _step(threads=128), "completes with your own sync"),

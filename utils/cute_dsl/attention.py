@@ -258,16 +258,16 @@ class FlashFwd:
         """FlashAttention-3's intra-warpgroup overlap: issue ``S_j = Q K_j`` and ``O += P_{j-1}
         V_{j-1}`` back to back, then run the softmax of ``S_j`` while the PV GEMM is in flight;
         O is rescaled only once that GEMM is done."""
+        if cutlass.const_expr(self.named):
+            if cw == 1:                                        # warpgroup 0 takes the first turn
+                cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER, number_of_threads=256)
         kv_pipe.consumer_wait(read)
-        self.gemm_qk(order, qk_mma, tSrQ, tSrK, acc_s, cw, read.index, ordered=not self.named)
+        self.gemm_qk(order, qk_mma, tSrQ, tSrK, acc_s, cw, read.index)
         warpgroup.wait_group(0)
         self.softmax(acc_s, acc_o, tScS, m_run, l_run, 0, m_tile, row0, scale_log2, False)
         prev = read.clone()
         read.advance()
         alpha = cute.make_rmem_tensor(m_run.layout, cutlass.Float32)
-        if cutlass.const_expr(self.named):
-            if cw == 1:                                        # warpgroup 0 takes the loop's first turn
-                cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER, number_of_threads=256)
         for j in cutlass.range(1, n_tiles, unroll=1):
             p = self.to_operand(acc_s)                         # P_{j-1} leaves the S registers
             kv_pipe.consumer_wait(read)
@@ -337,12 +337,17 @@ class FlashFwd:
         kv_pipe.consumer_release(prev)
 
     @cute.jit
-    def gemm_qk(self, order, qk_mma, tSrQ, tSrK, acc_s, cw, stage, ordered=True):
-        """Issue ``S = Q K^T``, in this warpgroup's turn when the warpgroups ping-pong."""
-        if cutlass.const_expr(self.pingpong and ordered):
+    def gemm_qk(self, order, qk_mma, tSrQ, tSrK, acc_s, cw, stage):
+        """Issue ``S = Q K^T``, in this warpgroup's turn when the warpgroups ping-pong: the turn
+        through the mbarrier ring ``order``, or (step ``"named"``) through the named barriers."""
+        if cutlass.const_expr(self.named):
+            cute.arch.barrier(barrier_id=ORDER_BARRIER + cw, number_of_threads=256)
+        elif cutlass.const_expr(self.pingpong):
             order.wait()
         self.issue_qk(qk_mma, tSrQ, tSrK, acc_s, cw, stage)
-        if cutlass.const_expr(self.pingpong and ordered):
+        if cutlass.const_expr(self.named):
+            cute.arch.barrier_arrive(barrier_id=ORDER_BARRIER + 1 - cw, number_of_threads=256)
+        elif cutlass.const_expr(self.pingpong):
             order.arrive()
 
     @cute.jit

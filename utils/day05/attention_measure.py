@@ -275,7 +275,7 @@ def plot_sweep(rows, label=""):
             ax.plot(range(len(keys)), ys, style, marker="o", color=color,
                     label=f"{name[:40]}{' (causal)' if causal else ''}")
     ax.axhline(1.0, color="gray", lw=1)
-    ax.set_xticks(range(len(keys)), [f"{dt[:4]} D{D}\nS{S}" for dt, D, S in keys], fontsize=7)
+    ax.set_xticks(range(len(keys)), [f"{dt.replace('bfloat', 'bf').replace('float', 'fp')} D{D}\nS{S}" for dt, D, S in keys], fontsize=7)
     ax.set_ylabel("speed vs the fastest torch backend (x)")
     ax.set_title(f"against torch's fastest SDPA backend at each configuration\n{label}", fontsize=9)
     ax.legend(fontsize=7)
@@ -292,7 +292,7 @@ def plot_schedule(gemm: float = 2.0, softmax: float = 1.0, tiles: int = 4):
     half = gemm / 2
     for ax, (title, mode) in zip(axes, (("steps 1-2: each warpgroup in turn whenever it is ready", "free"),
                                         ("step 3: ping-pong: warpgroups take turns on the tensor cores", "pingpong"),
-                                        ("step 4: + QK of tile j+1 issued before the softmax of tile j", "overlap"))):
+                                        ("steps 4-5: + QK of tile j+1 issued before the softmax of tile j", "overlap"))):
         busy_until, t_wg = 0.0, [0.0, 0.3 if mode == "free" else 0.0]
         for j in range(tiles):
             for wg in (0, 1):

@@ -155,6 +155,10 @@ def order_problems(per_wg: dict, first_id: int) -> list:
         if a_i > at["softmax"]:
             return [(f"warpgroup {cw} arrives after softmax()", "arrive right after issue_pv(): the "
                      "other warpgroup should issue its GEMMs while you run the softmax, not after it")]
+        if any(at["issue_pv"] < i < a_i for i, _ in waits):
+            return [(f"warpgroup {cw} arrives after a wait_group", "arrive right after issue_pv(), "
+                     "before wait_group(1): until you arrive the other warpgroup cannot issue, so "
+                     "waiting for S_j first keeps its GEMMs off the tensor cores while yours finish")]
         for what, e in (("waits", s), ("arrives", a)):
             n = _ids(e[2])
             if n != ORDER_THREADS:
@@ -251,20 +255,21 @@ def flash_with(step_fn, D: int = 128, causal: bool = False):
 
 
 def ptx_problems(ptx: str) -> list:
-    """What the PTX of the named-order kernel must show: two ``bar.arrive`` with 256 threads (the
-    head start and the step's), one ``bar.sync`` on a named barrier with 256, and in the loop
-    the order sync, commit, commit, arrive, ``wgmma.wait_group 1``, ..., ``wgmma.wait_group 0``."""
+    """What the PTX of the named-order kernel must show: three ``bar.arrive`` with 256 threads (the
+    head start, the first tile's QK turn and the step's), two ``bar.sync`` on a named barrier with
+    256 (the first tile's and the step's), and from the step's sync (the last) the order sync,
+    commit, commit, arrive, ``wgmma.wait_group 1``, ..., ``wgmma.wait_group 0``."""
     import re
     lines = [" ".join(ln.split()) for ln in ptx.splitlines()]
     arrive = [i for i, ln in enumerate(lines) if re.match(r"(bar|barrier)\.arrive", ln) and ln.rstrip(";").endswith("256")]
     sync = [i for i, ln in enumerate(lines) if re.match(r"(bar|barrier)\.sync", ln) and ln.rstrip(";").endswith("256")]
-    if len(arrive) < 2 or not sync:
+    if len(arrive) < 3 or len(sync) < 2:
         return [(f"the PTX has {len(sync)} named-barrier sync and {len(arrive)} arrive with 256 threads, "
-                 "expected at least 1 and 2 (the step's, plus the kernel's head start)", "one "
+                 "expected at least 2 and 3 (the step's, plus the kernel's before the loop)", "one "
                  "cute.arch.barrier and one cute.arch.barrier_arrive in your step")]
     want = ["sync", "wgmma.commit_group", "wgmma.commit_group", "arrive", "wgmma.wait_group.sync.aligned 1",
             "wgmma.wait_group.sync.aligned 0"]
-    pos = sync[0]
+    pos = sync[-1]
     for token in want[1:]:
         if token == "arrive":
             nxt = next((i for i in arrive if i > pos), None)
