@@ -279,3 +279,25 @@ def test_a_child_that_cannot_start_says_why(child, monkeypatch, tmp_path):
     assert isinstance(done.error, isolated.GpuFault) and done.error.kind == "died"
     assert "exit status 5" in str(done.error) and "no module named torch" in str(done.error)
     isolated.stop_worker()
+
+
+def test_a_child_dead_before_the_write_says_why_too(child, monkeypatch, tmp_path):
+    """The same broken child, already gone when the job is written to it (the pipe is broken on the
+    first write and on the fresh start's): still reported with its exit status and last words (this
+    race failed CI once with an unhandled BrokenPipeError)."""
+    fake = tmp_path / "python"
+    fake.write_text("#!/bin/sh\necho 'ImportError: no module named torch' >&2\nexit 5\n")
+    fake.chmod(0o755)
+    isolated.stop_worker()
+    monkeypatch.setattr(isolated.sys, "executable", str(fake))
+    start = isolated._worker
+
+    def dead_on_arrival(env):
+        p = start(env)
+        p.wait()                    # the child has exited before anything is written to it
+        return p
+    monkeypatch.setattr(isolated, "_worker", dead_on_arrival)
+    (done,) = isolated.launches(helper_kernel(), [ARGS()], device=DEV)
+    assert isinstance(done.error, isolated.GpuFault) and done.error.kind == "died"
+    assert "exit status 5" in str(done.error) and "no module named torch" in str(done.error)
+    isolated.stop_worker()

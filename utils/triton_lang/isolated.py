@@ -480,8 +480,11 @@ def _wait(d: pathlib.Path, n: int, timeout_s: float, hang_s: float):
     except (BrokenPipeError, OSError):          # it died between two jobs: one fresh start
         stop_worker()
         p = _worker(env)
-        p.stdin.write(str(d) + "\n")
-        p.stdin.flush()
+        try:
+            p.stdin.write(str(d) + "\n")
+            p.stdin.flush()
+        except (BrokenPipeError, OSError):      # the fresh one died too, before its first job (a
+            p.wait()                            # broken environment): the loop reports its last words
     start, waiting = time.monotonic(), {}
     while True:
         if (d / "done").exists():
