@@ -55,10 +55,18 @@ def cublas_runs(device: str | None = None, n: int = 8192, dtype: str = "float16"
     return out
 
 
+def _db_gain(before: dict, after: dict):
+    """``before``'s do_bench time over ``after``'s (above 1: a gain), or None without do_bench."""
+    if before.get("do_bench_ms") and after.get("do_bench_ms"):
+        return before["do_bench_ms"] / after["do_bench_ms"]
+    return None
+
+
 def tma_steps(device: str | None = None) -> list:
     """Per dtype and n (4096, 8192): Triton's v1 / v0 and CuteDSL's TMA / cp.async 4-stage kernels
     (each pair from one run), the absolute TFLOP/s of each contender, and each baseline's ratio to
-    its own run's cuBLAS (``triton_base_ratio``, ``cute_base_ratio``)."""
+    its own run's cuBLAS (``triton_base_ratio``, ``cute_base_ratio``); the same two gains by do_bench's
+    windows (``triton_gain_do_bench``, ``cute_gain_do_bench``: None for rows recorded without it)."""
     device = _device(device)
     tri, cute = (results.load(s, device)["rows"] for s in ("03_triton_tma_gemm", "04_cutedsl_tma_gemm"))
     out = []
@@ -71,7 +79,8 @@ def tma_steps(device: str | None = None) -> list:
             out.append({"dtype": dtype, "n": n, "triton": (t0["value"], t1["value"]),
                         "cute": (c0["value"], c1["value"]), "triton_gain": t1["value"] / t0["value"],
                         "cute_gain": c1["value"] / c0["value"], "triton_base_ratio": t0["ratio"],
-                        "cute_base_ratio": c0["ratio"]})
+                        "cute_base_ratio": c0["ratio"],
+                        "triton_gain_do_bench": _db_gain(t0, t1), "cute_gain_do_bench": _db_gain(c0, c1)})
     return out
 
 
