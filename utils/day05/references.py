@@ -56,9 +56,11 @@ def cublas_runs(device: str | None = None, n: int = 8192, dtype: str = "float16"
 
 
 def _db_gain(before: dict, after: dict):
-    """``before``'s do_bench time over ``after``'s (above 1: a gain), or None without do_bench."""
-    if before.get("do_bench_ms") and after.get("do_bench_ms"):
-        return before["do_bench_ms"] / after["do_bench_ms"]
+    """``after``'s do_bench ratio to cuBLAS over ``before``'s (above 1: a gain), or None without
+    do_bench. Each ratio divides by the cuBLAS windows timed around that contender's own window, so
+    the GPU's drift between the two windows cancels (``bench.do_bench_rows``)."""
+    if before.get("do_bench_ratio") and after.get("do_bench_ratio"):
+        return after["do_bench_ratio"] / before["do_bench_ratio"]
     return None
 
 
