@@ -165,6 +165,18 @@ def test_screen_bad_key_and_missing_row(screen):
         gallery.screen_rows("demo")
 
 
+def test_a_newer_bar_is_left_out_where_a_recording_predates_it(screen, capsys):
+    """A bar marked ``newer`` (a step added after a device recorded) is drawn "-" on that device;
+    the same row missing from a bar not so marked is still an error (test above)."""
+    _screen_docs(screen, 0.95)
+    from utils.core import gallery_days as gd
+    gd.SCREENS["demo"]["charts"][0].bars.append(gd.Bar("step 5", "demo", "absent", "memcpy", {}, True))
+    rows = gallery.screen_rows("demo")
+    assert not any(r["label"] == "step 5" for r in rows)
+    gallery.show_screen("demo")
+    assert any(line.startswith("step 5") and line.split()[-1] == "-" for line in capsys.readouterr().out.splitlines())
+
+
 def test_too_many_bars_rejected(screen):
     from utils.core import gallery_days as gd
     bars = [gd.Bar(f"b{i}", "demo", "TMA copy", "memcpy", {}) for i in range(gallery.MAX_BARS + 1)]

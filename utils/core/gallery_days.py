@@ -11,7 +11,9 @@ from __future__ import annotations
 
 from collections import namedtuple
 
-Bar = namedtuple("Bar", "label stem name ref match")
+# ``newer``: a bar for a row that recordings older than the step it shows lack (drawn "-" there);
+# any other bar missing from a recording is an error.
+Bar = namedtuple("Bar", "label stem name ref match newer", defaults=(False,))
 Chart = namedtuple("Chart", "title bars")
 Takeaway = namedtuple("Takeaway", "claim labels holds")
 MEMCPY, CUBLAS, CUDNN = "torch copy (memcpy)", "cuBLAS (torch.matmul)", "torch SDPA cuDNN"
@@ -71,9 +73,10 @@ SKINNY = Chart("06 skinny M x 8192 x 8192 fp16: TFLOP/s / cuBLAS", [
 _A = dict(shape=[4, 16, 4096, 128], part="ladder", **F16)
 STEPS = ["1 Q resident, K/V by TMA through a ring (2 warpgroups compute)", "2 + producer warpgroup (setmaxnreg 24/240)",
          "3 + ping-pong between the consumer warpgroups", "4 + softmax overlapped with the PV GEMM"]
+STEP5 = "5 + the turn passed by named barriers (Exercise 4)"
 ATTENTION = Chart("07 attention, S = 4096, D = 128 fp16: TFLOP/s / cuDNN", [
-    *[Bar(f"step {s[0]}{', causal' if c else ''}", "07_flash_attention", s, CUDNN, dict(_A, causal=c))
-      for c in (False, True) for s in STEPS],
+    *[Bar(f"step {s[0]}{', causal' if c else ''}", "07_flash_attention", s, CUDNN, dict(_A, causal=c), s == STEP5)
+      for c in (False, True) for s in (*STEPS, STEP5)],
     *[Bar(f"{n}{', causal' if c else ''}", "07_flash_attention", n, CUDNN, dict(_A, causal=c))
       for c in (False, True) for n in ("plain Triton (FA2-style, no TMA)", "torch SDPA flash")]])
 

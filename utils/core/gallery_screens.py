@@ -46,6 +46,8 @@ def screen_rows(key: str) -> list:
             raise ValueError(f"chart {chart.title!r} has {len(chart.bars)} bars, more than {MAX_BARS}")
         for bar in chart.bars:
             for doc in results.documents(bar.stem):
+                if bar.newer and not any(r["name"] == bar.name for r in doc["rows"]):
+                    continue                     # a recording made before this step existed: "-"
                 out.append({"chart": chart.title, "label": bar.label, "device": short_device(doc["device"]),
                             "stem": bar.stem, "date": doc["date"][:10], **bar_ratio(doc, bar)})
     return out
