@@ -254,7 +254,8 @@ def plot_ladder(rows, label=""):
         ax.set_yticks(range(len(sel)), [r["name"][:44] for r in sel], fontsize=7)
         ax.invert_yaxis()
         ax.set_xlabel("TFLOP/s (4·B·H·S²·D, halved for causal)")
-        ax.set_title(f"S = {S}, D = {sel[0]['shape'][3]}, {'causal' if causal else 'non-causal'}\n{label}", fontsize=8)
+        ax.set_title(f"S = {S}, D = {sel[0]['shape'][3]}, {'causal' if causal else 'non-causal'}", fontsize=8)
+    fig.suptitle(label, fontsize=8)                     # once for all panels: long labels overlapped
     fig.tight_layout()
     return fig
 
