@@ -461,3 +461,22 @@ def test_do_bench_rows_put_each_contender_between_two_reference_windows():
 def test_do_bench_rows_refuse_a_reference_that_is_not_a_contender():
     with pytest.raises(ValueError, match="is not a contender"):
         bench.do_bench_rows({"A": lambda: 0}, "R", lambda fn: 1.0)
+
+
+def test_compare_replayed_times_the_replays_and_tags_the_rows(monkeypatch):
+    """compare_replayed: the host cost is read from direct calls, compare() gets the replays (not the
+    direct callables), and every row says how it was launched and what a direct call costs."""
+    direct = {"ref": lambda: "r", "ours": lambda: "o"}
+    monkeypatch.setattr(bench, "host_us", lambda fns, calls=50: {n: 10.0 * (i + 1) for i, n in enumerate(fns)})
+    replays = {n: (lambda n=n: n + " replayed") for n in direct}
+    monkeypatch.setattr(bench, "graphed", lambda fns: replays if fns is direct else None)
+    seen = {}
+
+    def fake_compare(make_inputs, contenders, **kw):
+        seen.update(contenders=contenders, kw=kw)
+        return [{"name": n} for n in contenders]
+    monkeypatch.setattr(bench, "compare", fake_compare)
+    rows = bench.compare_replayed(direct, reference="ref", metric="TFLOP/s", do_bench=True)
+    assert seen["contenders"] is replays and seen["kw"] == {"reference": "ref", "metric": "TFLOP/s", "do_bench": True}
+    assert rows == [{"name": "ref", "launch": bench.LAUNCH_GRAPH, "host_us_per_call": 10.0},
+                    {"name": "ours", "launch": bench.LAUNCH_GRAPH, "host_us_per_call": 20.0}]

@@ -375,6 +375,18 @@ def do_bench_rows(fns: dict, reference: str, timer: Callable) -> dict:
     return out
 
 
+def compare_replayed(contenders: dict, **kw) -> list:
+    """:func:`compare` (no inputs: each contender closes over its own) with every contender timed as
+    a CUDA-graph replay (:func:`graphed`). Each is first called directly (:func:`host_us`: that also
+    compiles and warms it), and its rows carry ``launch=LAUNCH_GRAPH`` and ``host_us_per_call``, what
+    one direct call costs the host (a CuteDSL launch from Python costs about a 4096³ GEMM)."""
+    host = host_us(contenders)
+    rows = compare(lambda: (), graphed(contenders), **kw)
+    for row in rows:
+        row.update(launch=LAUNCH_GRAPH, host_us_per_call=host[row["name"]])
+    return rows
+
+
 def compare(make_inputs: Callable[[], tuple], contenders: dict, *, reference: str, metric: str,
             amount: float, shape, dtype: str, check: Callable | None = None,
             reset: Callable | None = None, warmup: int = 5, reps: int = 50, rounds: int | None = None,

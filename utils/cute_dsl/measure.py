@@ -92,13 +92,12 @@ def measure_broadcast(M: int = 4096, N: int = 4096, clusters=(2, 4)) -> list:
 
         def same(name, out, ref):
             assert torch.equal(out, x.repeat(R, 1)), f"{name} wrote wrong values"
-        host = bench.host_us(contenders)         # compiles each first, outside the timing
-        got = bench.compare(lambda: (), bench.graphed(contenders), reference=names[False], metric="GB/s",
-                            amount=(R + 1) * M * N * 2, shape=(M, N), dtype="float16", check=same,
-                            reset=lambda: y.fill_(float("nan")))
-        for row in got:             # replayed: a launch from Python costs more than these copies take
+        got = bench.compare_replayed(contenders, reference=names[False], metric="GB/s",   # a launch from
+                                     amount=(R + 1) * M * N * 2, shape=(M, N), dtype="float16",  # Python costs
+                                     check=same, reset=lambda: y.fill_(float("nan")))       # more than a copy
+        for row in got:
             row["l2_bytes_read"] = l2_bytes_read((M, N), 2, R, row["name"] == names[True])
-            row.update(cluster=R, launch=bench.LAUNCH_GRAPH, host_us_per_call=host[row["name"]])
+            row["cluster"] = R
         rows += got
     return rows
 
@@ -173,11 +172,7 @@ def measure_gemm(sizes=(4096, 8192), dtypes=("float16", "bfloat16"), steps=None)
             def close(name, out, ref):
                 err = (out.float() - want.float()).abs().max().item()
                 assert err <= 0.02 * want.float().abs().max().item(), f"{name}: max error {err}"
-            host = bench.host_us(contenders)              # compiles each first, outside the timing
-            got = bench.compare(lambda: (), bench.graphed(contenders), reference=CUBLAS, metric="TFLOP/s",
-                                amount=2 * n ** 3, shape=(n, n, n), dtype=dt, check=close,
-                                reset=lambda: c.fill_(float("nan")), do_bench=True)
-            for r in got:                                 # timed as graph replays: the host can't hold the GPU back
-                r.update(launch=bench.LAUNCH_GRAPH, host_us_per_call=host[r["name"]])
-            rows += got
+            rows += bench.compare_replayed(contenders, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
+                                           shape=(n, n, n), dtype=dt, check=close,
+                                           reset=lambda: c.fill_(float("nan")), do_bench=True)
     return rows

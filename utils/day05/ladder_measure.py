@@ -85,8 +85,8 @@ host_us = bench.host_us      # a direct call's host cost, per contender (a name 
 def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=None, part: str = "ladder") -> list:
     """Rows (``part``) of TFLOP/s = 2 n^3 / time for cuBLAS and each kernel in ``names`` (default: the
     rungs), n^3 GEMMs; ``run`` as in :func:`problem`. Every contender is timed as a CUDA-graph
-    replay (:func:`utils.core.bench.graphed`; rows say ``launch``); ``host_us_per_call`` is what one direct call
-    costs the host (:func:`host_us`), ``gpu_ms_per_rep`` what a repetition costs the GPU."""
+    replay (:func:`utils.core.bench.compare_replayed`; rows say ``launch``); ``host_us_per_call`` is what one
+    direct call costs the host, ``gpu_ms_per_rep`` what a repetition costs the GPU."""
     import torch
     from tqdm.auto import tqdm
     names = rung_names() if names is None else list(names)
@@ -101,16 +101,13 @@ def measure_ladder(sizes=SIZES, dtypes=DTYPES, names=None, reps: int = 50, run=N
                 contenders[name]()
                 bar.update()
 
-            direct_us = host_us(contenders)
-            graphs = bench.graphed(contenders)   # a CuteDSL launch from Python costs ~a 4096³ GEMM
-
             def check(name, out, ref):
                 check_close(name, out, want, n)
-            got = bench.compare(lambda: (), graphs, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
-                                shape=(n, n, n), dtype=dt, check=check, reset=lambda: c.fill_(float("nan")),
-                                reps=reps, do_bench=True)          # do_bench's ratio beside ours (issue 40)
+            got = bench.compare_replayed(contenders, reference=CUBLAS, metric="TFLOP/s", amount=2 * n ** 3,
+                                         shape=(n, n, n), dtype=dt, check=check, reset=lambda: c.fill_(float("nan")),
+                                         reps=reps, do_bench=True)          # do_bench's ratio beside ours (issue 40)
             for r in got:
-                r.update(part=part, launch=bench.LAUNCH_GRAPH, host_us_per_call=direct_us[r["name"]])
+                r["part"] = part
             rows += got
     bar.close()
     return rows
