@@ -29,3 +29,13 @@ def test_cuda_markers_in_strings():
     out = strip_solution(src)
     assert "fence();" not in out and "  // TODO (1 line): your code here\n  // nothing here" in out
     assert "NotImplementedError" not in out
+
+
+@pytest.mark.parametrize("stubs,todo", [
+    (["issue_s()", "softmax()"], "TODO (4 lines; 2 of them below)"),   # stubs the learner keeps
+    (["acc = zeros"], "TODO (4 lines)"),                               # a placeholder, not a solution line
+    (["# x = ?", "softmax()"], "TODO (4 lines; 1 of them below)")])
+def test_todo_counts_the_lines_given_below(stubs, todo):
+    body = ["wait()", "issue_s()", "arrive()", "softmax()"] + [f"# STUB: {s}" for s in stubs]
+    out = strip_solution("\n".join(["### BEGIN SOLUTION", *body, "### END SOLUTION"]))
+    assert out.split("\n")[0] == f"# {todo}: your code here" and out.split("\n")[1:] == stubs

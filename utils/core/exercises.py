@@ -7,7 +7,8 @@ In a solution's code cell, the learner's part sits between two marker lines::
         # STUB: offs = tl.arange(0, BLOCK)  # TODO: the block's offsets
         ### END SOLUTION
 
-The exercise copy gets ``# TODO (N lines)`` and either the ``# STUB:`` lines (uncommented; use
+The exercise copy gets ``# TODO (N lines)`` (``N lines; K of them below`` when K stub lines are
+solution lines verbatim) and either the ``# STUB:`` lines (uncommented; use
 them for kernels, whose body must still compile) or ``raise NotImplementedError``. Inside CUDA
 source held in a Python string, write the markers as C++ comments (``// ### BEGIN SOLUTION``,
 ``// STUB:``); the TODO line is then a C++ comment too. In markdown, text between
@@ -55,6 +56,15 @@ def _marker(stripped: str):
     return None
 
 
+def _count(code: list, stubs: list) -> str:
+    """"N lines" for a solution of N code lines, and "N lines; K of them below" when K of the
+    stub lines are solution lines verbatim (the learner keeps those and writes the rest)."""
+    plain = {l.strip() for l in code}
+    given = sum(1 for s in stubs if s.strip() and s.strip() in plain)
+    text = f"{len(code)} line{'s' * (len(code) != 1)}"
+    return f"{text}; {given} of them below" if given else text
+
+
 def strip_solution(source: str) -> str:
     """Replace every solution block of one code cell's source with its stub."""
     out, block, indent, style = [], None, "", "#"
@@ -71,7 +81,7 @@ def strip_solution(source: str) -> str:
             stubs = [l.strip()[len(stub_prefix):].lstrip() for l in block
                      if l.strip().startswith(stub_prefix)]
             code = [l for l in block if l.strip() and not l.strip().startswith(("#", "//"))]
-            out.append(f"{indent}{style} TODO ({len(code)} line{'s' * (len(code) != 1)}): your code here")
+            out.append(f"{indent}{style} TODO ({_count(code, stubs)}): your code here")
             out.extend(indent + s for s in stubs)
             if not stubs and style == "#":
                 out.append(f'{indent}raise NotImplementedError("exercise not attempted yet")')
