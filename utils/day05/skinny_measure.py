@@ -17,6 +17,7 @@
 from __future__ import annotations
 
 import math
+import re
 import statistics
 
 import numpy as np
@@ -438,6 +439,58 @@ def measure_grouped_padded(mix=LARGE_MIX, reps=30, seed=0) -> list:
                  padding=sum(sizes) / sum(real) - 1)
     return rows
 
+
+
+LOOP_STEM = "06_skinny_grouped_loop"
+NVJET_TILE = re.compile(r"^nvjet_sm\d+a?_\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
+
+
+def cublas_tile(kernel: str):
+    """``{"rows", "cols", "bk", "stages", "cluster"}`` of a cuBLAS ``nvjet`` kernel, read from its
+    name (``nvjet_sm90_tst_192x208_64x4_1x1_h_bz_coopB_NNN``), or None for any other name.
+
+    The name is cuBLAS's column-major view. torch's row-major ``C = A @ B`` is ``C^T = B^T A^T``
+    there, so the name's first number runs along N (our columns) and its second along our rows.
+    That reading is ours, not documented; the evidence is in the names themselves: on the
+    Mixtral mix the 216-row expert got a ``128x216`` tile (one tile, no row wasted, 112 tiles
+    across N = 14336), which the other reading would split into two row tiles and 66.4 columns."""
+    m = NVJET_TILE.match(kernel)
+    if not m:
+        return None
+    cols, rows, bk, stages, cx, cy = map(int, m.groups())
+    return {"rows": rows, "cols": cols, "bk": bk, "stages": stages, "cluster": f"{cx}x{cy}"}
+
+
+def measure_loop_kernels(mixes=None, seed=0) -> list:
+    """What the cuBLAS loop runs: one row per nonempty group of each mix, with the kernels its
+    ``torch.mm`` launched (torch.profiler, memsets left out), the first one's tile
+    (:func:`cublas_tile`) and the rows that tile rounds the group up to (``padded_rows``; None
+    where the name does not say). Names, not times: the profiler's durations are not the course's
+    harness, so they are not kept."""
+    import torch
+    from torch.profiler import ProfilerActivity, profile
+    rows = []
+    for mix in (mixes or MIXES):
+        sizes, a, b = grouped_inputs(mix, seed)
+        _, _, _, K, N = MIXES[mix]
+        offs = np.cumsum([0] + list(sizes)).tolist()
+        out = torch.empty((a.shape[0], N), dtype=a.dtype, device=a.device)
+        for g, m in enumerate(sizes):
+            if not m:
+                continue
+            lo, hi = offs[g], offs[g + 1]
+            torch.mm(a[lo:hi], b[g], out=out[lo:hi])        # cuBLAS picks (and caches) its kernel
+            torch.cuda.synchronize()
+            with profile(activities=[ProfilerActivity.CUDA]) as prof:
+                torch.mm(a[lo:hi], b[g], out=out[lo:hi])
+                torch.cuda.synchronize()
+            kernels = [e.name for e in prof.events()
+                       if e.device_type == torch.autograd.DeviceType.CUDA and "memset" not in e.name.lower()]
+            tile = next((t for t in map(cublas_tile, kernels) if t), None)
+            rows.append({"name": f"{mix}: group {g}", "metric": "rows", "value": m, "mix": mix, "group": g,
+                         "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["rows"]) * tile["rows"] if tile else None,
+                         "shape": [m, N, K], "dtype": "bfloat16"})
+    return rows
 
 # ---- raw CUDA: where a descriptor comes from, and what a missing fence does ----
 def measure_descriptor_modes(groups=8, reps=20, seed=0) -> list:
