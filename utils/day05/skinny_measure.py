@@ -487,9 +487,9 @@ def measure_loop_kernels(mixes=None, seed=0) -> list:
             kernels = [e.name for e in prof.events()
                        if e.device_type == torch.autograd.DeviceType.CUDA and "memset" not in e.name.lower()]
             tile = next((t for t in map(cublas_tile, kernels) if t), None)
-            rows.append({"name": f"{mix}: group {g}", "metric": "rows", "value": m, "mix": mix, "group": g,
+            rows.append({"name": f"{mix}: group {g}", "metric": "count", "value": m, "mix": mix, "group": g,
                          "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["rows"]) * tile["rows"] if tile else None,
-                         "shape": [m, N, K], "dtype": "bfloat16"})
+                         "shape": [m, N, K], "dtype": "bfloat16", "reference": None, "reference_value": None, "ratio": None})
     return rows
 
 # ---- raw CUDA: where a descriptor comes from, and what a missing fence does ----
