@@ -338,3 +338,68 @@ def test_measure_grouped_dram_rows_from_ncu(monkeypatch):
     monkeypatch.setattr(ncu, "profile", lambda *a, **k: fake_profile(*a, **k)[:1])
     with pytest.raises(RuntimeError, match="expected 2 profiled launches"):
         sm.measure_grouped_dram()
+
+
+# ---- what the cuBLAS loop runs (06 §12) ----
+
+@pytest.mark.parametrize("name, tile", [
+    ("nvjet_sm90_tst_192x208_64x4_1x1_h_bz_coopB_NNN", (208, 192, 64, 4, "1x1")),     # rows are the second number
+    ("nvjet_sm90_tst_128x216_64x4_4x1_v_bz_coopA_NNT", (216, 128, 64, 4, "4x1")),
+    ("nvjet_sm90_tst_64x16_64x16_4x1_v_bz_splitK_NNT", (16, 64, 64, 16, "4x1")),
+    ("nvjet_sm100a_tss_256x128_64x4_2x1_v_bz_NNT", (128, 256, 64, 4, "2x1")),
+    ("void cublasLt::splitKreduce_kernel<32, 16, int, float>(cublasLt::cublasSplitKParams<float>)", None),
+    ("ampere_bf16_s16816gemm_bf16_128x128_ldg8_f2f_stages_64x3_tn", None),            # other families: no reading
+    ("sm90_xmma_gemm_bf16bf16_bf16f32_f32_tn_n_tilesize128x256x64_warpgroupsize2x1x1", None),
+    ("Memset (Device)", None)])
+def test_cublas_tile_reads_nvjet_names_only(name, tile):
+    got = sm.cublas_tile(name)
+    assert (got if got is None else (got["height"], got["width"], got["bk"], got["stages"], got["cluster"])) == tile
+
+
+def test_measure_loop_kernels_pairs_each_expert_with_its_own_kernels(monkeypatch):
+    """A fake profiler: each torch.mm 'launches' a memset, a split-K GEMM and its reduce for the
+    small experts, one plain GEMM for the others; rows keep every kernel but the memset, read the
+    tile from the GEMM (not the reduce), and round each expert up to that tile."""
+    import torch.profiler as tp
+    sizes = [5, 0, 130, 40]
+    monkeypatch.setitem(sm.MIXES, "tiny", (4, 50, 4, 16, 24))
+    monkeypatch.setattr(sm, "grouped_inputs", lambda mix, seed=0: (sizes, torch.ones(sum(sizes), 16), torch.ones(4, 16, 24)))
+    monkeypatch.setattr(torch.cuda, "synchronize", lambda *a: None)
+    calls = []
+    real_mm = torch.mm
+    monkeypatch.setattr(torch, "mm", lambda x, y, out: calls.append(x.shape[0]) or real_mm(x, y, out=out))
+
+    class Event:
+        def __init__(self, name):
+            self.name, self.device_type = name, torch.autograd.DeviceType.CUDA
+
+    class Profile:
+        def __init__(self, activities):
+            pass
+
+        def __enter__(self):
+            return self
+
+        def __exit__(self, *exc):
+            m = calls[-1]
+            gemm = f"nvjet_sm90_tst_64x{16 if m < 64 else 72}_64x8_1x1_v_bz_{'splitK_' if m < 64 else ''}NNT"
+            self._events = [Event("Memset (Device)"), Event(gemm)] + ([Event("splitKreduce_kernel<...>")] if m < 64 else [])
+
+        def events(self):
+            return self._events
+    monkeypatch.setattr(tp, "profile", Profile)
+    rows = sm.measure_loop_kernels(["tiny"])
+    assert [r["value"] for r in rows] == [5, 130, 40] and [r["group"] for r in rows] == [0, 2, 3]   # empty group skipped
+    assert calls == [5, 5, 130, 130, 40, 40]                 # each expert: once to warm up, once profiled
+    assert [len(r["kernels"]) for r in rows] == [2, 1, 2] and all("Memset" not in k for r in rows for k in r["kernels"])
+    assert [r["tile"]["height"] for r in rows] == [16, 72, 16] and [r["padded_rows"] for r in rows] == [16, 144, 48]
+    assert all(r["metric"] == "count" and r["mix"] == "tiny" for r in rows)
+
+
+def test_recorded_loop_kernels_agree_with_their_names():
+    from utils.core import results
+    for doc in results.documents(sm.LOOP_STEM):
+        for r in doc["rows"]:
+            assert r["tile"] == sm.cublas_tile(r["kernels"][0]), r["name"]
+            if r["tile"]:
+                assert r["padded_rows"] == -(-r["value"] // r["tile"]["height"]) * r["tile"]["height"] >= r["value"]

@@ -446,7 +446,8 @@ NVJET_TILE = re.compile(r"^nvjet_sm\d+a?_\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+
 
 
 def cublas_tile(kernel: str):
-    """``{"rows", "cols", "bk", "stages", "cluster"}`` of a cuBLAS ``nvjet`` kernel, read from its
+    """``{"height", "width", "bk", "stages", "cluster"}`` of a cuBLAS ``nvjet`` kernel (the CTA's tile of
+    C: rows x columns, the K step and stages, the cluster), read from its
     name (``nvjet_sm90_tst_192x208_64x4_1x1_h_bz_coopB_NNN``), or None for any other name.
 
     The name is cuBLAS's column-major view. torch's row-major ``C = A @ B`` is ``C^T = B^T A^T``
@@ -457,8 +458,8 @@ def cublas_tile(kernel: str):
     m = NVJET_TILE.match(kernel)
     if not m:
         return None
-    cols, rows, bk, stages, cx, cy = map(int, m.groups())
-    return {"rows": rows, "cols": cols, "bk": bk, "stages": stages, "cluster": f"{cx}x{cy}"}
+    width, height, bk, stages, cx, cy = map(int, m.groups())
+    return {"height": height, "width": width, "bk": bk, "stages": stages, "cluster": f"{cx}x{cy}"}
 
 
 def measure_loop_kernels(mixes=None, seed=0) -> list:
@@ -488,7 +489,7 @@ def measure_loop_kernels(mixes=None, seed=0) -> list:
                        if e.device_type == torch.autograd.DeviceType.CUDA and "memset" not in e.name.lower()]
             tile = next((t for t in map(cublas_tile, kernels) if t), None)
             rows.append({"name": f"{mix}: group {g}", "metric": "count", "value": m, "mix": mix, "group": g,
-                         "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["rows"]) * tile["rows"] if tile else None,
+                         "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["height"]) * tile["height"] if tile else None,
                          "shape": [m, N, K], "dtype": "bfloat16", "reference": None, "reference_value": None, "ratio": None})
     return rows
 
