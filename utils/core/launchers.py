@@ -70,7 +70,7 @@ NEEDS = {
     **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap measure_grouped_padded "
             "run_grouped_orders", TMA),
     "utils.day05.skinny_measure.measure_grouped_dram": NCU,
-    "utils.day05.skinny_measure.measure_loop_kernels": GPU,     # torch.mm under torch.profiler
+    "utils.day05.skinny_measure.measure_loop_kernels": NCU,     # cuBLAS's Hopper kernel names (sm90a), read by name
     **_each("utils.day05.skinny_measure.", "measure_descriptor_modes measure_race", ("tma", "tensormap_replace")),
     # day 5 · 02, Exercise 3b: the learner's kernel on the emulator (needs nothing) and on this GPU
     "utils.day05.tma_kernel_run.run_emulated": (),

@@ -447,14 +447,18 @@ NVJET_TILE = re.compile(r"^nvjet_sm\d+a?_\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+
 
 def cublas_tile(kernel: str):
     """``{"height", "width", "bk", "stages", "cluster"}`` of a cuBLAS ``nvjet`` kernel (the CTA's tile of
-    C: rows x columns, the K step and stages, the cluster), read from its
-    name (``nvjet_sm90_tst_192x208_64x4_1x1_h_bz_coopB_NNN``), or None for any other name.
+    C: rows x columns, the K step and stages, the cluster), read from its name
+    (``nvjet_sm90_tst_192x208_64x4_1x1_h_bz_coopB_NNN``), or None for any other name.
 
     The name is cuBLAS's column-major view. torch's row-major ``C = A @ B`` is ``C^T = B^T A^T``
-    there, so the name's first number runs along N (our columns) and its second along our rows.
-    That reading is ours, not documented; the evidence is in the names themselves: on the
-    Mixtral mix the 216-row expert got a ``128x216`` tile (one tile, no row wasted, 112 tiles
-    across N = 14336), which the other reading would split into two row tiles and 66.4 columns."""
+    there, so the name's first number runs along N (our columns) and its second along our rows;
+    the cluster keeps the name's order (N first). That reading is ours, not documented. The
+    evidence, in 06's recording on the H100: the second number follows each expert's row count
+    (an expert of 5 rows gets 8, 11 gets 16, 56 gets 56, 216 gets 216) while the first is 64 for
+    every expert under 64 rows whose name ends ``NNT``, as a WGMMA tile's M (a multiple of 64)
+    would be. Three names end ``NNN`` (another operand layout; one gives 32 x 64): the reading is
+    not checked for those, though there both readings round the expert to the same rows. The rest
+    of the name (``coopA``, ``h``/``v``, ``bz``, ``splitK``) is not read here."""
     m = NVJET_TILE.match(kernel)
     if not m:
         return None
