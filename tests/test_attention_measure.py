@@ -86,3 +86,24 @@ def test_measure_counters_rows_with_ncu_faked(monkeypatch):
     monkeypatch.setattr(ncu, "profile", lambda argv, regex, metrics: [kernel("kernel_cutlass_0", 1e6)])
     with pytest.raises(RuntimeError, match="expected 5 attention launches"):
         am.measure_counters(full=False)
+
+
+def test_notebook_07_section_10_runs_on_a_live_short_sweep(capsys):
+    """A live run measures only SWEEP_SHORT (head dim 128): §10's cells must read it without the
+    full sweep's head dim 64 (they once took min() of an empty list there, found on an H100)."""
+    import json
+    import pathlib
+    from utils.core import results
+    root = pathlib.Path(__file__).resolve().parents[1]
+    nb = json.loads((root / "solutions/day05_tma/07_flash_attention.ipynb").read_text())
+    cells = ["".join(c["source"]) for c in nb["cells"] if c["cell_type"] == "code"]
+    i = next(k for k, s in enumerate(cells) if s.startswith("def versus_backends"))
+    doc = results.load("07_flash_attention", device="h100")
+    short = set(am.SWEEP_SHORT)
+    sweep = [r for r in doc["rows"] if r.get("part") == "sweep" and (r["shape"][2], r["shape"][3], r["dtype"]) in short]
+    assert sweep and {r["shape"][3] for r in sweep} == {128}
+    ns = {"am": am, "results": results, "sweep": sweep, "sweep_label": "measured now on a GPU",
+          "ladder": [r for r in doc["rows"] if r.get("part") == "ladder"]}
+    for src in cells[i:i + 2]:               # versus_backends and the targets; then the ladder and head dim 64
+        exec(src, ns)
+    assert "head dim 64 is not in this run's short sweep" in capsys.readouterr().out
