@@ -440,7 +440,6 @@ def measure_grouped_padded(mix=LARGE_MIX, reps=30, seed=0) -> list:
     return rows
 
 
-
 LOOP_STEM = "06_skinny_grouped_loop"
 NVJET_TILE = re.compile(r"^nvjet_sm\d+a?_\w*?_(\d+)x(\d+)_(\d+)x(\d+)_(\d+)x(\d+)_")
 
@@ -468,8 +467,8 @@ def cublas_tile(kernel: str):
 
 def measure_loop_kernels(mixes=None, seed=0) -> list:
     """What the cuBLAS loop runs: one row per nonempty group of each mix, with the kernels its
-    ``torch.mm`` launched (torch.profiler, memsets left out), the first one's tile
-    (:func:`cublas_tile`) and the rows that tile rounds the group up to (``padded_rows``; None
+    ``torch.mm`` launched (torch.profiler, memsets left out), the tile of the first one whose name
+    gives it (:func:`cublas_tile`) and the rows that tile rounds the group up to (``padded_rows``; None
     where the name does not say). Names, not times: the profiler's durations are not the course's
     harness, so they are not kept."""
     import torch
@@ -496,6 +495,7 @@ def measure_loop_kernels(mixes=None, seed=0) -> list:
                          "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["height"]) * tile["height"] if tile else None,
                          "shape": [m, N, K], "dtype": "bfloat16", "reference": None, "reference_value": None, "ratio": None})
     return rows
+
 
 # ---- raw CUDA: where a descriptor comes from, and what a missing fence does ----
 def measure_descriptor_modes(groups=8, reps=20, seed=0) -> list:
