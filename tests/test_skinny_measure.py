@@ -393,7 +393,15 @@ def test_measure_loop_kernels_pairs_each_expert_with_its_own_kernels(monkeypatch
     assert calls == [5, 5, 130, 130, 40, 40]                 # each expert: once to warm up, once profiled
     assert [len(r["kernels"]) for r in rows] == [2, 1, 2] and all("Memset" not in k for r in rows for k in r["kernels"])
     assert [r["tile"]["height"] for r in rows] == [16, 72, 16] and [r["padded_rows"] for r in rows] == [16, 144, 48]
-    assert all(r["metric"] == "count" and r["mix"] == "tiny" for r in rows)
+    assert all(r["metric"] == "count" and r["mix"] == "tiny" and not r["padded"] for r in rows)
+    calls.clear()
+    monkeypatch.setattr(sm.bench, "randn", lambda shape, dtype, device, seed=0: torch.ones(shape))
+    both = sm.measure_loop_kernels(["tiny"], padded=["tiny"])          # then every group padded to whole tiles
+    pad = [r for r in both if r["padded"]]
+    assert [r["value"] for r in pad] == [128, 256, 128] and calls[6:] == [128, 128, 256, 256, 128, 128]
+    assert all(r["name"].endswith(sm.PADDED) for r in pad) and len({r["name"] for r in both}) == 6
+    with pytest.raises(ValueError, match="unknown mixes to pad"):
+        sm.measure_loop_kernels(["tiny"], padded=["8 experts"])
 
 
 def test_recorded_loop_kernels_agree_with_their_names():
@@ -403,3 +411,50 @@ def test_recorded_loop_kernels_agree_with_their_names():
             assert r["tile"] == sm.cublas_tile(r["kernels"][0]), r["name"]
             if r["tile"]:
                 assert r["padded_rows"] == -(-r["value"] // r["tile"]["height"]) * r["tile"]["height"] >= r["value"]
+
+
+def _fake_clock_gpu(monkeypatch, mhz=1400.0):
+    """The GPU stood in for: tiny inputs, contenders that return the right product, a fixed power
+    limit, and nvidia-smi samples from ``mhz`` (a number or an iterator)."""
+    from utils.day05 import ladder_measure as LM
+    sizes = [5, 0, 40]
+    a, b = torch.randn(sum(sizes), 16, dtype=torch.float64), torch.randn(3, 16, 24, dtype=torch.float64)
+    offs = np.cumsum([0] + sizes)
+    want = torch.cat([a[offs[g]:offs[g + 1]] @ b[g] for g in range(3)])
+    out, checked = torch.empty_like(want), []
+    monkeypatch.setitem(sm.MIXES, "tiny", (3, 20, 2, 16, 24))
+    monkeypatch.setattr(sm, "grouped_inputs", lambda mix, seed=0: (sizes, a, b))
+    monkeypatch.setattr(sm, "grouped_contenders", lambda a, b, sizes: {
+        n: (lambda: out.copy_(want)) for n in (sm.LOOP, sm.GRAPH, sm.GROUPED_MM, sm.ROW_BY_ROW, sm.TRITON_GROUPED)})
+    monkeypatch.setattr(sm, "check_grouped", lambda name, c, a, b, sizes: checked.append(name))
+    monkeypatch.setattr(sm, "power_limit_w", lambda: 700.0)
+    monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: (10, seconds))
+    it = mhz if not isinstance(mhz, float) else iter(lambda: mhz, None)
+    monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: {"mhz": float(next(it)), "watts": 695.0,
+                                                                 "calls_per_s": 1000.0, "samples": 20})
+    return sizes, checked
+
+
+def test_measure_grouped_clocks_rows_are_recordable(monkeypatch):
+    """Three contenders per mix, each checked, two passes averaged; rows the results format accepts,
+    each contender's work per clock from the groups' rows only and its clock over the loop's."""
+    from utils.core import results
+    sizes, checked = _fake_clock_gpu(monkeypatch, mhz=iter(range(1000, 2000, 10)))
+    rows = sm.measure_grouped_clocks(["tiny"], seconds=1)
+    results.validate_rows(rows)
+    assert [r["contender"] for r in rows] == [sm.LOOP, sm.GROUPED_MM, sm.TRITON_GROUPED] and len(checked) == 3
+    for r in rows:
+        assert len(r["passes"]) == 2 and r["value"] == pytest.approx(sum(r["passes"]) / 2)
+        assert r["tflops"] == pytest.approx(2 * sum(sizes) * 16 * 24 * 1000.0 / 1e12)
+        assert r["tflops_per_ghz"] == pytest.approx(r["tflops"] / (r["value"] / 1e3))
+        assert r["power_limit"] == 700.0 and r["ratio"] == pytest.approx(r["value"] / rows[0]["value"])
+    assert rows[0]["passes"] == [1000.0, 1050.0]         # the second pass runs in reverse order
+
+
+@pytest.mark.parametrize("kw, match", [(dict(seconds=0.5), "seconds must be >= 1"),
+                                       (dict(seconds=True), "seconds must be >= 1"),
+                                       (dict(mixes=["8 experts"]), "unknown mixes")])
+def test_measure_grouped_clocks_refuses_bad_arguments(monkeypatch, kw, match):
+    _fake_clock_gpu(monkeypatch)
+    with pytest.raises(ValueError, match=match):
+        sm.measure_grouped_clocks(**dict(dict(mixes=["tiny"]), **kw))

@@ -465,18 +465,28 @@ def cublas_tile(kernel: str):
     return {"height": height, "width": width, "bk": bk, "stages": stages, "cluster": f"{cx}x{cy}"}
 
 
-def measure_loop_kernels(mixes=None, seed=0) -> list:
+def measure_loop_kernels(mixes=None, seed=0, padded=(LARGE_MIX,)) -> list:
     """What the cuBLAS loop runs: one row per nonempty group of each mix, with the kernels its
     ``torch.mm`` launched (torch.profiler, memsets left out), the tile of the first one whose name
     gives it (:func:`cublas_tile`) and the rows that tile rounds the group up to (``padded_rows``; None
-    where the name does not say). Names, not times: the profiler's durations are not the course's
-    harness, so they are not kept."""
+    where the name does not say). The mixes in ``padded`` are listed a second time with every group
+    padded to whole tiles of ours (:func:`padded_sizes`, rows named with :data:`PADDED`, ``padded``
+    true), the shapes :func:`measure_grouped_padded` times. Names, not times: the profiler's
+    durations are not the course's harness, so they are not kept."""
     import torch
     from torch.profiler import ProfilerActivity, profile
+    unknown = [m for m in padded if m not in MIXES]
+    if unknown:
+        raise ValueError(f"unknown mixes to pad {unknown}; the mixes are {list(MIXES)}")
+    runs = [(mix, False) for mix in (mixes or MIXES)] + [(mix, True) for mix in padded if mix in (mixes or MIXES)]
     rows = []
-    for mix in (mixes or MIXES):
+    for mix, pad in runs:
         sizes, a, b = grouped_inputs(mix, seed)
         _, _, _, K, N = MIXES[mix]
+        if pad:
+            sizes = padded_sizes(sizes)
+            a = bench.randn((sum(sizes), K), a.dtype, a.device, seed=seed + 30)    # as measure_grouped_padded
+            b = bench.randn(tuple(b.shape), b.dtype, b.device, seed=seed + 31)
         offs = np.cumsum([0] + list(sizes)).tolist()
         out = torch.empty((a.shape[0], N), dtype=a.dtype, device=a.device)
         for g, m in enumerate(sizes):
@@ -491,9 +501,62 @@ def measure_loop_kernels(mixes=None, seed=0) -> list:
             kernels = [e.name for e in prof.events()
                        if e.device_type == torch.autograd.DeviceType.CUDA and "memset" not in e.name.lower()]
             tile = next((t for t in map(cublas_tile, kernels) if t), None)
-            rows.append({"name": f"{mix}: group {g}", "metric": "count", "value": m, "mix": mix, "group": g,
-                         "kernels": kernels, "tile": tile, "padded_rows": -(-m // tile["height"]) * tile["height"] if tile else None,
+            rows.append({"name": f"{mix}: group {g}" + (PADDED if pad else ""), "metric": "count", "value": m,
+                         "mix": mix, "group": g, "padded": pad, "kernels": kernels, "tile": tile,
+                         "padded_rows": -(-m // tile["height"]) * tile["height"] if tile else None,
                          "shape": [m, N, K], "dtype": "bfloat16", "reference": None, "reference_value": None, "ratio": None})
+    return rows
+
+
+CLOCK_STEM = "06_skinny_grouped_clocks"
+CLOCK_MIXES = (list(MIXES)[1], LARGE_MIX)       # the two mixes whose targets a recording has missed
+
+
+def power_limit_w() -> float:
+    """The board's power limit in watts (``nvidia-smi --query-gpu=power.limit``), this device."""
+    import subprocess
+    import torch
+    out = subprocess.run(["nvidia-smi", "--query-gpu=power.limit", "--format=csv,noheader,nounits",
+                          f"--id={torch.cuda.current_device()}"], capture_output=True, text=True, check=True).stdout
+    return float(out.strip().splitlines()[0])
+
+
+def measure_grouped_clocks(mixes=CLOCK_MIXES, seconds: float = 2.5, seed=0) -> list:
+    """The SM clock and board power each grouped contender (:data:`LOOP`, :data:`TRITON_GROUPED`,
+    :data:`GROUPED_MM` where torch has it) runs at on ``mixes``, each alone and back to back for
+    ``seconds`` while ``nvidia-smi`` samples every 50 ms (05's method: ``ladder_measure._sample_gpu``;
+    two passes, the second in reverse order, averaged; outputs checked first). Rows (metric MHz):
+    ``watts``, ``power_limit``, ``tflops`` (the groups' rows only, over the window) and
+    ``tflops_per_ghz`` (the work done per clock cycle); ``ratio``: the clock over the loop's."""
+    from . import ladder_measure as lm
+    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
+        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    unknown = [m for m in mixes if m not in MIXES]
+    if unknown:
+        raise ValueError(f"unknown mixes {unknown}; the mixes are {list(MIXES)}")
+    limit, rows = power_limit_w(), []
+    for mix in mixes:
+        _, _, _, K, N = MIXES[mix]
+        sizes, a, b = grouped_inputs(mix, seed)
+        cons = {n: f for n, f in grouped_contenders(a, b, sizes).items() if n in (LOOP, TRITON_GROUPED, GROUPED_MM)}
+        for name, fn in cons.items():
+            fn().fill_(float("nan"))
+            check_grouped(name, fn(), a, b, sizes)
+        got = {name: [] for name in cons}
+        for order in (list(cons), list(cons)[::-1]):
+            for name in order:
+                lm._run_for(cons[name], 0.5)                  # settle the clock on this contender (no sampling)
+                got[name].append(lm._sample_gpu(cons[name], seconds))
+        for name, passes in got.items():
+            s = {k: statistics.fmean(p[k] for p in passes) for k in ("mhz", "watts", "calls_per_s")}
+            tflops = 2 * sum(sizes) * K * N * s["calls_per_s"] / 1e12
+            rows.append(dict(name=f"{name} ({mix})", contender=name, mix=mix, metric="MHz", value=s["mhz"],
+                             watts=s["watts"], power_limit=limit, tflops=tflops, tflops_per_ghz=tflops / (s["mhz"] / 1e3),
+                             passes=[p["mhz"] for p in passes], sizes=sizes, shape=[sum(sizes), N, K],
+                             dtype="bfloat16", seconds=seconds))
+    for r in rows:
+        ref = next(q for q in rows if q["contender"] == LOOP and q["mix"] == r["mix"])
+        r.update(reference=ref["name"], reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
 
 
