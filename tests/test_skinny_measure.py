@@ -428,6 +428,7 @@ def _fake_clock_gpu(monkeypatch, mhz=1400.0):
         n: (lambda: out.copy_(want)) for n in (sm.LOOP, sm.GRAPH, sm.GROUPED_MM, sm.ROW_BY_ROW, sm.TRITON_GROUPED)})
     monkeypatch.setattr(sm, "check_grouped", lambda name, c, a, b, sizes: checked.append(name))
     monkeypatch.setattr(sm, "power_limit_w", lambda: 700.0)
+    monkeypatch.setattr(sm.bench, "graphed", lambda fns: {n: (lambda f=f: checked.append("replay") or f()) for n, f in fns.items()})
     monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: (10, seconds))
     it = mhz if not isinstance(mhz, float) else iter(lambda: mhz, None)
     monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: {"mhz": float(next(it)), "watts": 695.0,
@@ -442,7 +443,9 @@ def test_measure_grouped_clocks_rows_are_recordable(monkeypatch):
     sizes, checked = _fake_clock_gpu(monkeypatch, mhz=iter(range(1000, 2000, 10)))
     rows = sm.measure_grouped_clocks(["tiny"], seconds=1)
     results.validate_rows(rows)
-    assert [r["contender"] for r in rows] == [sm.LOOP, sm.GROUPED_MM, sm.TRITON_GROUPED] and len(checked) == 3
+    assert [r["contender"] for r in rows] == [sm.LOOP, sm.GROUPED_MM, sm.TRITON_GROUPED]
+    assert [c for c in checked if c != "replay"] == [r["contender"] for r in rows] and checked.count("replay") == 6
+    assert all(r["launch"] == sm.bench.LAUNCH_GRAPH for r in rows)     # replays poisoned, then checked
     for r in rows:
         assert len(r["passes"]) == 2 and r["value"] == pytest.approx(sum(r["passes"]) / 2)
         assert r["tflops"] == pytest.approx(2 * sum(sizes) * 16 * 24 * 1000.0 / 1e12)
