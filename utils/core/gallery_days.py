@@ -157,6 +157,7 @@ ON_DEMAND = {
     "05_gemm_ladder_persistent": "05 §5, rung 6 in two changes",
     "05_gemm_ladder_launch": "05 §5, the launch path: called directly from Python against CUDA-graph replays",
     "06_skinny_grouped_loop": "06 §12, the kernels (and tiles) cuBLAS runs for each expert of the loop",
+    "06_skinny_grouped_clocks": "06 §12, each grouped contender's clock, power and work per clock at the power limit",
     "08_below_ptx": "08, counters and the debugging lab's subprocesses",
     "08_below_ptx_emu_fidelity": "08 §2.7, the emulator and the GPU on the same small launches",
     "07_harness_study": "the lab report 05b §3, cuDNN timed in turns, in blocks and by do_bench",
