@@ -18,9 +18,10 @@ U32, U16, UB16 = 2.0 ** -24, 2.0 ** -11, 2.0 ** -8
 # ---- tiles and configs ----
 
 @pytest.mark.parametrize("M, BM", [(1, 16), (8, 16), (16, 16), (17, 32), (32, 32), (33, 64), (64, 64),
-                                   (65, 128), (128, 128), (129, 128), (4096, 128)])
+                                   (65, 128), (128, 128), (129, 256), (256, 256), (257, 256), (4096, 256)])
 def test_tile_m(M, BM):
     assert sm.tile_m(M) == BM
+    assert sm.tile_m(M, 128) == min(BM, 128)
 
 
 SHAPES = [(16, 8192, 8192, 132), (128, 8192, 8192, 132), (256, 8192, 8192, 132), (128, 4096, 4096, 132),
@@ -40,9 +41,24 @@ def test_tile_configs(M, N, K, sms):
     assert "reduce" not in cfg[sm.WIDE] and "reduce" not in cfg[sm.NARROW]
     for name in (sm.WIDE, sm.SPLIT32, sm.SPLIT16):
         assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 128, 64)
-        assert cfg[name]["num_warps"] == (8 if BM == 128 else 4)
+        assert cfg[name]["num_warps"] == (8 if BM >= 128 else 4)
     for name in (sm.NARROW, sm.STREAMK):
         assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 64, 64)
+        assert cfg[name]["num_stages"] == (5 if BM == 256 else 6)       # 6 stages of 256 x 64 would need 240 KiB
+
+
+def test_tile_configs_at_m_256_cover_m_with_one_row_of_tiles():
+    """M = 256: 256-row tiles, so the wide ones (64 tiles) leave half of 132 SMs idle and the split rule
+    gives 2; the narrow ones make 128 tiles. With 99 KB of shared memory the tiles stay 128 rows tall."""
+    cfg = sm.tile_configs(256, 8192, 8192, 132)
+    assert cfg[sm.WIDE]["BM"] == cfg[sm.NARROW]["BM"] == 256 and cfg[sm.SPLIT16]["splits"] == 2
+    assert skinny.tiles(256, 8192, 256, 64) == 128
+
+    class Small:
+        def has(self, f):
+            return f == "tma"
+    small = sm.tile_configs(256, 8192, 8192, 132, tier=Small())
+    assert small[sm.WIDE]["BM"] == small[sm.NARROW]["BM"] == 128 and small[sm.NARROW]["num_stages"] == 4
 
 
 def test_tile_configs_at_the_ladder_shape():

@@ -44,9 +44,12 @@ STEP_CHANGES = {SPLIT32: (WIDE, "split K so that tiles x splits fill the SMs (fp
                 STREAMK: (NARROW, "one program per SM, each an equal share of all K-iterations (reduce-add into a zeroed C)")}
 
 
-def tile_m(M) -> int:
-    """BM: M rounded up to a power of two, between 16 (``tl.dot``'s least) and 128."""
-    return min(128, max(16, 1 << (M - 1).bit_length()))
+def tile_m(M, most: int = 256) -> int:
+    """BM: M rounded up to a power of two, between 16 (``tl.dot``'s least) and ``most``. Up to
+    M = 256 one row of tiles covers all of M, so each CTA reads its slice of B once. Capping at 128
+    instead split M = 256 into two rows of tiles: 0.88x cuBLAS at best on an H100 (06's recording
+    of 2026-11-27), against 0.95x with 256-row tiles (do_bench, 2026-11-28, not recorded)."""
+    return min(most, max(16, 1 << (M - 1).bit_length()))
 
 
 def small_smem(tier=None) -> bool:
@@ -61,11 +64,14 @@ def small_smem(tier=None) -> bool:
 def tile_configs(M, N, K, sms, tier=None) -> dict:
     """``{contender: config}`` for a shape: "wide" tiles are BM x 128, "narrow" tiles halve N to
     BM x 64; the split count is :func:`utils.day05.skinny.split_k`'s rule for the wide tiles.
-    With 99 KB of shared memory per block (:func:`small_smem`) the narrow tiles take 4 stages."""
-    BM = tile_m(M)
+    The narrow tiles take 6 stages, 5 when 256 rows tall (6 would need 240 KiB of shared memory).
+    With 99 KB of shared memory per block (:func:`small_smem`) tiles are at most 128 rows tall and
+    the narrow ones take 4 stages."""
+    small = small_smem(tier)
+    BM = tile_m(M, 128 if small else 256)
     s = skinny.split_k(M, N, K, BM, 128, 64, sms)
-    wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM == 128 else 4, num_stages=4)
-    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=4 if small_smem(tier) else 6)
+    wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM >= 128 else 4, num_stages=4)
+    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=4 if small else 5 if BM == 256 else 6)
     return {WIDE: dict(wide, splits=1), SPLIT32: dict(wide, splits=s, reduce="float32"),
             SPLIT16: dict(wide, splits=s, reduce="out"), NARROW: dict(narrow, splits=1),
             STREAMK: dict(narrow, programs=sms, reduce="out")}
