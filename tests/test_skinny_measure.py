@@ -33,26 +33,26 @@ def test_tile_configs(M, N, K, sms):
     cfg = sm.tile_configs(M, N, K, sms)
     assert tuple(cfg) == sm.STEPS
     BM = sm.tile_m(M)
-    s = skinny.split_k(M, N, K, BM, 128, 64, sms)
+    s = skinny.split_k(M, N, K, min(BM, 128), 128, 64, sms)
     assert cfg[sm.SPLIT32]["splits"] == cfg[sm.SPLIT16]["splits"] == s
     assert cfg[sm.WIDE]["splits"] == cfg[sm.NARROW]["splits"] == 1
     assert cfg[sm.STREAMK]["programs"] == sms and "splits" not in cfg[sm.STREAMK]
     assert (cfg[sm.SPLIT32]["reduce"], cfg[sm.SPLIT16]["reduce"], cfg[sm.STREAMK]["reduce"]) == ("float32", "out", "out")
     assert "reduce" not in cfg[sm.WIDE] and "reduce" not in cfg[sm.NARROW]
     for name in (sm.WIDE, sm.SPLIT32, sm.SPLIT16):
-        assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 128, 64)
+        assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (min(BM, 128), 128, 64)
         assert cfg[name]["num_warps"] == (8 if BM >= 128 else 4)
     for name in (sm.NARROW, sm.STREAMK):
         assert (cfg[name]["BM"], cfg[name]["BN"], cfg[name]["BK"]) == (BM, 64, 64)
         assert cfg[name]["num_stages"] == (5 if BM == 256 else 6)       # 6 stages of 256 x 64 would need 240 KiB
 
 
-def test_tile_configs_at_m_256_cover_m_with_one_row_of_tiles():
-    """M = 256: 256-row tiles, so the wide ones (64 tiles) leave half of 132 SMs idle and the split rule
-    gives 2; the narrow ones make 128 tiles. With 99 KB of shared memory the tiles stay 128 rows tall."""
+def test_tile_configs_at_m_256_cover_m_with_one_row_of_narrow_tiles():
+    """M = 256: the narrow tiles are 256 rows tall, 128 tiles in one row (one wave on 132 SMs); the wide
+    ones stay 128 rows tall (128 tiles, one split). With 99 KB of shared memory all stay 128 rows tall."""
     cfg = sm.tile_configs(256, 8192, 8192, 132)
-    assert cfg[sm.WIDE]["BM"] == cfg[sm.NARROW]["BM"] == 256 and cfg[sm.SPLIT16]["splits"] == 2
-    assert skinny.tiles(256, 8192, 256, 64) == 128
+    assert (cfg[sm.WIDE]["BM"], cfg[sm.NARROW]["BM"], cfg[sm.STREAMK]["BM"]) == (128, 256, 256)
+    assert cfg[sm.SPLIT16]["splits"] == 1 and skinny.tiles(256, 8192, 256, 64) == 128
 
     class Small:
         def has(self, f):

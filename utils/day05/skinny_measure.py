@@ -40,7 +40,8 @@ STREAMK = "narrow tiles, stream-K, reduce-add in C's dtype"
 STEPS = (WIDE, SPLIT32, SPLIT16, NARROW, STREAMK)
 STEP_CHANGES = {SPLIT32: (WIDE, "split K so that tiles x splits fill the SMs (fp32 partials, zeroed fp32 C, a cast)"),
                 SPLIT16: (SPLIT32, "reduce-add straight into the fp16/bf16 C: no fp32 C, no cast pass"),
-                NARROW: (WIDE, "halve the tile's N so that the tiles alone fill the SMs"),
+                NARROW: (WIDE, "halve the tile's N so that the tiles alone fill the SMs (at M = 256 also double "
+                                "its M: one row of tiles)"),
                 STREAMK: (NARROW, "one program per SM, each an equal share of all K-iterations (reduce-add into a zeroed C)")}
 
 
@@ -64,14 +65,15 @@ def small_smem(tier=None) -> bool:
 def tile_configs(M, N, K, sms, tier=None) -> dict:
     """``{contender: config}`` for a shape: "wide" tiles are BM x 128, "narrow" tiles halve N to
     BM x 64; the split count is :func:`utils.day05.skinny.split_k`'s rule for the wide tiles.
-    The narrow tiles take 6 stages, 5 when 256 rows tall (6 would need 240 KiB of shared memory).
-    With 99 KB of shared memory per block (:func:`small_smem`) tiles are at most 128 rows tall and
-    the narrow ones take 4 stages."""
+    Wide tiles are at most 128 rows tall: at 256 x 128, the fp32 split's C tile (128 KiB) and 4
+    stages need 320 KiB of shared memory under Triton 3.6. Narrow tiles are up to 256 rows tall
+    (:func:`tile_m`), with 5 stages at 256 (6 would need 240 KiB), else 6. With 99 KB of shared
+    memory per block (:func:`small_smem`) they are at most 128 rows tall, with 4 stages."""
     small = small_smem(tier)
-    BM = tile_m(M, 128 if small else 256)
+    BM, BMn = tile_m(M, 128), tile_m(M, 128 if small else 256)
     s = skinny.split_k(M, N, K, BM, 128, 64, sms)
-    wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM >= 128 else 4, num_stages=4)
-    narrow = dict(BM=BM, BN=64, BK=64, num_warps=4, num_stages=4 if small else 5 if BM == 256 else 6)
+    wide = dict(BM=BM, BN=128, BK=64, num_warps=8 if BM == 128 else 4, num_stages=4)
+    narrow = dict(BM=BMn, BN=64, BK=64, num_warps=4, num_stages=4 if small else 5 if BMn == 256 else 6)
     return {WIDE: dict(wide, splits=1), SPLIT32: dict(wide, splits=s, reduce="float32"),
             SPLIT16: dict(wide, splits=s, reduce="out"), NARROW: dict(narrow, splits=1),
             STREAMK: dict(narrow, programs=sms, reduce="out")}
