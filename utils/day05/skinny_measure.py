@@ -40,8 +40,8 @@ STREAMK = "narrow tiles, stream-K, reduce-add in C's dtype"
 STEPS = (WIDE, SPLIT32, SPLIT16, NARROW, STREAMK)
 STEP_CHANGES = {SPLIT32: (WIDE, "split K so that tiles x splits fill the SMs (fp32 partials, zeroed fp32 C, a cast)"),
                 SPLIT16: (SPLIT32, "reduce-add straight into the fp16/bf16 C: no fp32 C, no cast pass"),
-                NARROW: (WIDE, "halve the tile's N so that the tiles alone fill the SMs (at M = 256 also double "
-                                "its M: one row of tiles)"),
+                NARROW: (WIDE, "halve the tile's N so that the tiles alone fill the SMs; at M = 256, where the wide "
+                                "tiles already fill them, the tile becomes 256 x 64 (as many tiles, in one row): two changes there"),
                 STREAMK: (NARROW, "one program per SM, each an equal share of all K-iterations (reduce-add into a zeroed C)")}
 
 
@@ -49,7 +49,7 @@ def tile_m(M, most: int = 256) -> int:
     """BM: M rounded up to a power of two, between 16 (``tl.dot``'s least) and ``most``. Up to
     M = 256 one row of tiles covers all of M, so each CTA reads its slice of B once. Capping at 128
     instead split M = 256 into two rows of tiles: 0.88x cuBLAS at best on an H100 (06's recording
-    of 2026-11-27), against 0.95x with 256-row tiles (do_bench, 2026-11-28, not recorded)."""
+    of 2026-11-27), against 0.95-0.96x with 256-row narrow tiles (recorded 2026-11-28)."""
     return min(most, max(16, 1 << (M - 1).bit_length()))
 
 
