@@ -477,3 +477,17 @@ def test_measure_grouped_clocks_refuses_bad_arguments(monkeypatch, kw, match):
     _fake_clock_gpu(monkeypatch)
     with pytest.raises(ValueError, match=match):
         sm.measure_grouped_clocks(**dict(dict(mixes=["tiny"]), **kw))
+
+
+def test_plot_skinny_gives_a_contender_one_colour_in_both_dtypes():
+    """The legend says solid fp16, dotted bf16: a contender's two lines must share its colour."""
+    import matplotlib
+    matplotlib.use("Agg")
+    rows = [dict(name=n, dtype=dt, shape=[m, 8192, 8192], ratio=0.9, of_ceiling=0.7)
+            for n in (sm.CUBLAS, *sm.STEPS) for dt in ("float16", "bfloat16") for m in (16, 128)]
+    fig = sm.plot_skinny(rows)
+    lines = [l for l in fig.axes[0].get_lines() if l.get_marker() == "o"]      # not the 1.0x line
+    assert len(lines) == 2 * len(sm.STEPS)
+    fp16, bf16 = lines[:len(sm.STEPS)], lines[len(sm.STEPS):]
+    assert [l.get_color() for l in fp16] == [l.get_color() for l in bf16]
+    assert len({l.get_color() for l in fp16}) == len(sm.STEPS)

@@ -640,12 +640,13 @@ def plot_skinny(rows, label=""):
     the fraction of the ceiling (``of_ceiling``, :func:`roofline`) each contender reached at the ladder shape."""
     import matplotlib.pyplot as plt
     fig, (ax, bx) = plt.subplots(1, 2, figsize=(12, 4.2))
+    colors = {name: f"C{i}" for i, name in enumerate(STEPS)}            # one colour per contender, both dtypes
     for dt, style in (("float16", "-"), ("bfloat16", ":")):
-        for name in (CUBLAS, *STEPS):
+        for name in STEPS:
             pts = sorted((r["shape"][0], r["ratio"]) for r in rows
                          if r["name"] == name and r["dtype"] == dt and r["shape"][1:] == [8192, 8192])
-            if pts and name != CUBLAS:
-                ax.plot(*zip(*pts), style, marker="o", label=f"{name} ({dt})" if dt == "float16" else None)
+            if pts:
+                ax.plot(*zip(*pts), style, marker="o", color=colors[name], label=name if dt == "float16" else None)
     ax.axhline(1.0, color="gray", lw=1)
     ax.set_xscale("log", base=2)
     ax.set_xlabel("M (N = K = 8192); solid fp16, dotted bf16")
