@@ -517,7 +517,7 @@ def measure_loop_kernels(mixes=None, seed=0, padded=(LARGE_MIX,)) -> list:
 
 
 CLOCK_STEM = "06_skinny_grouped_clocks"
-CLOCK_MIXES = (list(MIXES)[1], LARGE_MIX)       # the two mixes whose targets a recording has missed
+CLOCK_MIXES = (list(MIXES)[1], LARGE_MIX)       # the two large mixes, whose targets were met narrowly or missed
 
 
 def power_limit_w() -> float:
