@@ -275,14 +275,19 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
-def clock_row(name: str, passes: list, n: int, dtype: str, seconds: float, **keys) -> dict:
-    """One row (metric MHz) from :func:`_sample_gpu` passes of an n³ GEMM, averaged: the clock, the
-    power, TFLOP/s over the windows and TFLOP/s per GHz; ``keys`` (``part``, ``launch``, ...) added."""
+def clock_fields(passes: list, flops: float) -> dict:
+    """:func:`_sample_gpu` passes of one kernel doing ``flops`` a call, averaged: ``value`` (the
+    clock, MHz), ``watts``, TFLOP/s over the windows, TFLOP/s per GHz and each pass's clock."""
     s = {k: sum(p[k] for p in passes) / len(passes) for k in ("mhz", "watts", "calls_per_s")}
-    tflops = 2 * n ** 3 * s["calls_per_s"] / 1e12
-    return dict(name=name, metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
-                tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in passes],
-                shape=[n, n, n], dtype=dtype, seconds=seconds, **keys)
+    tflops = flops * s["calls_per_s"] / 1e12
+    return dict(metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
+                tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in passes])
+
+
+def clock_row(name: str, passes: list, n: int, dtype: str, seconds: float, **keys) -> dict:
+    """One row (metric MHz) from :func:`_sample_gpu` passes of an n³ GEMM (:func:`clock_fields`);
+    ``keys`` (``part``, ``launch``, ...) added."""
+    return dict(name=name, **clock_fields(passes, 2 * n ** 3), shape=[n, n, n], dtype=dtype, seconds=seconds, **keys)
 
 
 def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 3.0, names=None) -> list:

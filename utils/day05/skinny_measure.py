@@ -559,13 +559,10 @@ def measure_grouped_clocks(mixes=CLOCK_MIXES, seconds: float = 2.5, seed=0) -> l
             for name in order:
                 lm._run_for(cons[name], 0.5)                  # settle the clock on this contender (no sampling)
                 got[name].append(lm._sample_gpu(cons[name], seconds))
-        for name, passes in got.items():
-            s = {k: statistics.fmean(p[k] for p in passes) for k in ("mhz", "watts", "calls_per_s")}
-            tflops = 2 * sum(sizes) * K * N * s["calls_per_s"] / 1e12
-            rows.append(dict(name=f"{name} ({mix})", contender=name, mix=mix, metric="MHz", value=s["mhz"],
-                             watts=s["watts"], power_limit=limit, tflops=tflops, tflops_per_ghz=tflops / (s["mhz"] / 1e3),
-                             passes=[p["mhz"] for p in passes], sizes=sizes, shape=[sum(sizes), N, K],
-                             dtype="bfloat16", seconds=seconds, launch=bench.LAUNCH_GRAPH))
+        for name, passes in got.items():          # TFLOP/s of the groups' rows only
+            rows.append(dict(name=f"{name} ({mix})", contender=name, mix=mix, **lm.clock_fields(passes, 2 * sum(sizes) * K * N),
+                             power_limit=limit, sizes=sizes, shape=[sum(sizes), N, K], dtype="bfloat16",
+                             seconds=seconds, launch=bench.LAUNCH_GRAPH))
     for r in rows:
         ref = next(q for q in rows if q["contender"] == LOOP and q["mix"] == r["mix"])
         r.update(reference=ref["name"], reference_value=ref["value"], ratio=r["value"] / ref["value"])
