@@ -46,3 +46,9 @@ def test_clock_window_is_checked_first(seconds):
 
 def test_clock_names_are_rows_of_the_cluster_part():
     assert set(sc.CLOCK_NAMES) <= {sm.CUBLAS, sc.CUBLAS_NK, sm.NARROW, *sc.STEPS}
+
+
+def test_row_names_of_the_three_parts_never_collide():
+    names = [*sc.NAMES, *map(sc.clock_row, sc.CLOCK_NAMES), *map(sc.counter_row, sc.COUNTER_NAMES)]
+    assert len(names) == len(set(names))
+    assert set(sc.COUNTER_NAMES) == {sc.CUBLAS_NK, *sc.STEPS}

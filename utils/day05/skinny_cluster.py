@@ -37,6 +37,19 @@ CHANGES = {name: (prev, what) for prev, name, what in zip(
      "CTAs on neighbouring rows of C run as a cluster (co-scheduled), loads unchanged",
      "one TMA load per cluster brings each B tile to both CTAs"])}
 CLOCK_NAMES = (sm.CUBLAS, sm.NARROW, MULTICAST)
+COUNTER_NAMES = (CUBLAS_NK, *STEPS)        # the kernels on the (N, K) weight, in the profiled process's order
+NAMES = (sm.CUBLAS, CUBLAS_NK, sm.NARROW, *STEPS)
+STEM = "06_skinny_grouped_cluster"        # shown by the lab report 06b
+
+
+def clock_row(name: str) -> str:
+    """The row name of contender ``name`` in the clocks part."""
+    return f"{name}: clock"
+
+
+def counter_row(name: str) -> str:
+    """The row name of contender ``name`` in the counters part."""
+    return f"{name}: ncu"
 
 
 def _check_shape(shape) -> tuple:
@@ -137,14 +150,60 @@ def measure_clocks(shape=SHAPE, dtype="float16", seconds: float = 2.0, seed=0) -
             lm._run_for(cons[n], 0.5)                     # settle the clock on this contender
             got[n].append(lm._sample_gpu(cons[n], seconds))
     limit = sm.power_limit_w()
-    rows = [dict(name=n, part="clocks", **lm.clock_fields(p, 2 * M * N * K), power_limit=limit, shape=[M, N, K],
+    rows = [dict(name=clock_row(n), contender=n, part="clocks", **lm.clock_fields(p, 2 * M * N * K), power_limit=limit, shape=[M, N, K],
                  dtype=dtype, seconds=seconds, launch=bench.LAUNCH_GRAPH) for n, p in got.items()]
-    ref = next(r for r in rows if r["name"] == sm.CUBLAS)
+    ref = next(r for r in rows if r["contender"] == sm.CUBLAS)
     for r in rows:
         r.update(reference=ref["name"], reference_value=ref["value"], ratio=r["value"] / ref["value"])
     return rows
 
 
+def run_each(seed=0) -> None:
+    """The process :func:`measure_counters` profiles: cuBLAS on the (N, K) weight, then each step,
+    one launch each into a NaN-filled C, every output checked afterwards."""
+    import torch
+    a, w, b = _inputs(SHAPE, "float16", seed)
+    outs = {}
+    for name in COUNTER_NAMES:
+        c = torch.full((SHAPE[0], SHAPE[1]), float("nan"), dtype=a.dtype, device=a.device)
+        outs[name] = torch.matmul(a, w.T, out=c) if name == CUBLAS_NK else run_step(a, w, c, name)
+    for name, c in outs.items():
+        sm.check_skinny(name, {}, c, a, b)
+
+
+def measure_counters(seed=0) -> list:
+    """Rows (``part="counters"``, named :func:`counter_row`): one launch of each of
+    :data:`COUNTER_NAMES` under Nsight Compute (caches flushed first), fp16: the bytes the L2
+    request coalescer delivered to the SMs and how it got them (read from L2, merged by hardware,
+    served by multicast: :data:`utils.cute_dsl.counters.LRC`), bytes read from DRAM, the duration
+    under the profiler; ``requested_bytes``: what the tiles ask for (every 128 x 128 tile streams
+    its rows of A and its columns of B); ``ratio``: bytes read from L2 over the first step's."""
+    import pathlib
+    import sys
+    from ..core import ncu
+    from ..cute_dsl import counters
+    M, N, K = SHAPE
+    code = f"from utils.day05 import skinny_cluster as sc; sc.run_each({seed})"
+    kernels = ncu.profile([sys.executable, "-c", code], "WsGemm|nvjet|gemm", cwd=pathlib.Path(__file__).resolve().parents[2],
+                          metrics=("gpu__time_duration.sum", "dram__bytes_read.sum", *counters.LRC.values()))
+    if len(kernels) != len(COUNTER_NAMES):
+        raise RuntimeError(f"expected {len(COUNTER_NAMES)} profiled GEMMs, ncu reported "
+                           f"{[k['kernel'][:40] for k in kernels]}")
+    requested = (M // TILE[0]) * (N // TILE[1]) * K * (TILE[0] + TILE[1]) * 2
+    rows = []
+    for name, k in zip(COUNTER_NAMES, kernels):
+        b = counters.lrc_bytes(k)
+        rows.append(dict(name=counter_row(name), contender=name, part="counters", metric="bytes",
+                         value=b["read_from_l2_bytes"], **b, requested_bytes=requested, kernel=k["kernel"],
+                         dram_read_bytes=k["dram__bytes_read.sum"], ncu_us=k["gpu__time_duration.sum"] / 1e3,
+                         shape=[M, N, K], dtype="float16", tool="ncu"))
+    first = next(r for r in rows if r["contender"] == list(STEPS)[0])
+    for r in rows:
+        r.update(reference=first["name"], reference_value=first["value"], ratio=r["value"] / first["value"])
+    return rows
+
+
 def measure(shape=SHAPE, reps=60, seed=0) -> list:
-    """Both parts, for one recording: :func:`measure_cluster` and :func:`measure_clocks`."""
-    return measure_cluster(shape, reps=reps, seed=seed) + measure_clocks(shape, seed=seed)
+    """The three parts, for one recording: :func:`measure_cluster`, :func:`measure_clocks`,
+    :func:`measure_counters` (at :data:`SHAPE`)."""
+    return measure_cluster(shape, reps=reps, seed=seed) + measure_clocks(shape, seed=seed) + measure_counters(seed)
