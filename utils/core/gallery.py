@@ -45,10 +45,11 @@ def provenance(doc: dict) -> str:
 
 
 # Files recorded by a notebook whose name they do not start with: 05's copy study moved to the
-# lab report 05b, and its files kept their names (the recordings are unchanged).
+# lab report 05b, 06's grouped research to the lab report 06b, and their files kept their names.
 RECORDED_BY = {"05_gemm_ladder_copy": "05b_ladder_lab_report",
                "05_gemm_ladder_copy_1gib": "05b_ladder_lab_report",
-               "07_harness_study": "05b_ladder_lab_report"}
+               "07_harness_study": "05b_ladder_lab_report",
+               **{f"06_skinny_grouped_{k}": "06b_skinny_grouped_lab_report" for k in ("cluster", "padded", "loop", "clocks")}}
 
 
 def source(stem: str) -> str:

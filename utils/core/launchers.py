@@ -68,7 +68,11 @@ NEEDS = {
     **_each("utils.day05.attention_measure.", "measure_ladder measure_backends launch_once", ("wgmma", "setmaxnreg")),
     "utils.day05.attention_measure.measure_counters": NCU,
     **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap measure_grouped_padded "
-            "measure_grouped_clocks run_grouped_orders", TMA),
+            "measure_grouped_clocks run_grouped_orders measure_padded_pair", TMA),
+    # the lab report 06b: notebook 05's CuteDSL kernel with clusters and multicast on a skinny shape
+    **_each("utils.day05.skinny_cluster.", "run_step measure_cluster measure_clocks run_each measure",
+            ("multicast", "wgmma", "cutedsl")),
+    "utils.day05.skinny_cluster.measure_counters": NCU,
     "utils.day05.skinny_measure.measure_grouped_dram": NCU,
     "utils.day05.skinny_measure.measure_loop_kernels": NCU,     # cuBLAS's Hopper kernel names (sm90a), read by name
     **_each("utils.day05.skinny_measure.", "measure_descriptor_modes measure_race", ("tma", "tensormap_replace")),

@@ -473,6 +473,17 @@ def cublas_tile(kernel: str):
     return {"height": height, "width": width, "bk": bk, "stages": stages, "cluster": f"{cx}x{cy}"}
 
 
+PADDED_STEM = "06_skinny_grouped_padded"       # shown by the lab report 06b
+
+
+def measure_padded_pair(mix=LARGE_MIX, reps=30, seed=0) -> list:
+    """The padding hypothesis in one run: ``mix`` as routed (the cuBLAS loop and the Triton kernel
+    in bands, :func:`measure_grouped`'s way) and every group padded to whole tiles
+    (:func:`measure_grouped_padded`), so the four times come from the same session."""
+    routed = [r for r in measure_grouped([mix], reps=reps, seed=seed) if r["name"] in (LOOP, TRITON_GROUPED)]
+    return routed + measure_grouped_padded(mix, reps=reps, seed=seed)
+
+
 def measure_loop_kernels(mixes=None, seed=0, padded=(LARGE_MIX,)) -> list:
     """What the cuBLAS loop runs: one row per nonempty group of each mix, with the kernels its
     ``torch.mm`` launched (torch.profiler, memsets left out), the tile of the first one whose name
