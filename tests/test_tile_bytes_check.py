@@ -12,7 +12,7 @@ from utils.day05 import tile_bytes_check as tb
 
 PHRASES = ["those are elements", "read once each", "M x N is C", "A is not read once",
            "B is not read once", "tile counts are swapped", "A's slices alone", "B's slices alone",
-           "bytes, not bits", "not MiB", "is a product"]
+           "bytes, not bits", "not MiB", "is a product", "C is what the tiles write"]
 
 WRONG = {
     "elements": (lambda M, N, K, BM, BN, s: (M // BM) * (N // BN) * K * (BM + BN), "those are elements"),
@@ -30,7 +30,8 @@ WRONG = {
     "float": (lambda M, N, K, BM, BN, s: M / BM * N / BN * K * (BM + BN) * s, "expected an int"),
     "no return": (lambda M, N, K, BM, BN, s: None, "forget to return|returned None|None"),
     "raises": (lambda M, N, K, BM, BN, s: M // (BM - BM), "ZeroDivisionError"),
-    "fixed 2 bytes": (lambda M, N, K, BM, BN, s: (M // BM) * (N // BN) * K * (BM + BN) * 2, r"\(M / BM\) x \(N / BN\) tiles"),
+    "fixed 2 bytes": (lambda M, N, K, BM, BN, s: (M // BM) * (N // BN) * K * (BM + BN) * 2, "bytes ONE tile streams"),
+    "C counted too": (lambda M, N, K, BM, BN, s: ((M // BM) * (N // BN) * K * (BM + BN) + M * N) * s, "C is what the tiles write"),
 }
 
 

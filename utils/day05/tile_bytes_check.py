@@ -51,6 +51,8 @@ SLIPS = [  # (a slip's answer for a case, why it is wrong)
      "bytes, not bits"),
     (lambda M, N, K, BM, BN, s: _tiles(M, N, BM, BN) * K * (BM + BN) * s // 2 ** 20,
      "the answer is in bytes, not MiB"),
+    (lambda M, N, K, BM, BN, s: tile_bytes_ref(M, N, K, BM, BN, s) + M * N * s,
+     "C is what the tiles write, not what they ask L2 for: count only A's and B's slices"),
     (lambda M, N, K, BM, BN, s: _tiles(M, N, BM, BN) * K * BM * BN * s,
      "BM x BN per K step is a product, not what is loaded: a CTA loads BM + BN rows/columns of K elements"),
 ]
@@ -73,7 +75,8 @@ def check_tile_bytes(fn) -> None:
         if got != want:
             M, N, K, BM, BN, s = case
             hint = named_mistake(got_all, CASES, SLIPS) or (
-                "(M / BM) x (N / BN) tiles, each streaming BM x K of A and K x BN of B, times itemsize")
+                "count the bytes ONE tile streams over the whole K loop (its rows of A, its columns of B), "
+                "then multiply by the number of tiles")
             fail(name, f"tile_bytes{_show(case)}: got {got}, expected {want} "
                        f"({_tiles(M, N, BM, BN)} tiles of {BM} x {BN})", hint)
     return passed(name, "every tile streams its own slices of A and B; what the cluster and the hardware "
