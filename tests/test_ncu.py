@@ -26,6 +26,17 @@ def test_parse_csv_ignores_other_metrics_and_noise():
     assert ncu.parse_csv("==PROF== nothing profiled\n", ncu.L2_DRAM) == []
 
 
+NA_ROW = ('"1","1","python3","h","kernel_broadcast_kernel_1","1","7","(128, 1, 1)","(64, 32, 1)","0","9.0",'
+          '"Command line profiler metrics","lts__t_throughput.avg.pct_of_peak_sustained_elapsed","%","n/a"\n')
+
+
+def test_parse_csv_keeps_n_a_as_none_and_names_other_text():
+    got = ncu.parse_csv(CSV + NA_ROW, ("lts__t_throughput.avg.pct_of_peak_sustained_elapsed",))
+    assert got == [{"kernel": "kernel_broadcast_kernel_1", "lts__t_throughput.avg.pct_of_peak_sustained_elapsed": None}]
+    with pytest.raises(RuntimeError, match="printed 'fast' for dram__bytes_read.sum on kernel 'kernel_broadcast_kernel_1'"):
+        ncu.parse_csv(CSV.replace('"byte","1000"', '"byte","fast"'), ("dram__bytes_read.sum",))
+
+
 def test_profile_without_ncu_says_so(monkeypatch):
     monkeypatch.setattr(ncu.shutil, "which", lambda name: None)
     assert not ncu.available()
@@ -46,6 +57,15 @@ def test_profile_failures_are_named(monkeypatch, stdout, rc, match):
     monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done)
     with pytest.raises(RuntimeError, match=match):
         ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum", "dram__bytes_write.sum"))
+
+
+def test_profile_names_metrics_that_came_back_n_a(monkeypatch):
+    class Done:
+        returncode, stderr, stdout = 0, "", CSV.replace('"byte","1000"', '"byte","n/a"')
+    monkeypatch.setattr(ncu, "available", lambda: True)
+    monkeypatch.setattr(ncu.subprocess, "run", lambda *a, **k: Done)
+    with pytest.raises(RuntimeError, match=r"reported n/a for \['dram__bytes_read.sum'\] on \['kernel_broadcast_kernel_1'\]"):
+        ncu.profile(["python3"], "k", metrics=("dram__bytes_read.sum",))
 
 
 @pytest.mark.parametrize("bad", [0, -1, "2", 1.5])

@@ -50,14 +50,21 @@ def shared_gpu_note(pids) -> str:
 
 
 def parse_csv(text: str, metrics) -> list[dict]:
-    """The kernels in ``ncu --csv --print-units base`` output, one dict each, launch order."""
+    """The kernels in ``ncu --csv --print-units base`` output, one dict each, launch order. A metric
+    ncu prints as ``n/a`` (it does not apply to that kernel or GPU) is None; any other value that is
+    not a number raises a RuntimeError naming the metric and the kernel."""
     lines = [ln for ln in text.splitlines() if ln.startswith('"')]
     by_id: dict = {}
     for row in csv.DictReader(io.StringIO("\n".join(lines))):
         if row.get("Metric Name") not in metrics:
             continue
         k = by_id.setdefault(int(row["ID"]), {"kernel": row["Kernel Name"]})
-        k[row["Metric Name"]] = float(row["Metric Value"].replace(",", ""))
+        text_value = row["Metric Value"].replace(",", "").strip()
+        try:
+            k[row["Metric Name"]] = None if text_value.lower() == "n/a" else float(text_value)
+        except ValueError:
+            raise RuntimeError(f"ncu printed {row['Metric Value']!r} for {row['Metric Name']} on kernel "
+                               f"{row['Kernel Name'][:60]!r}: not a number") from None
     return [by_id[i] for i in sorted(by_id)]
 
 
@@ -95,4 +102,8 @@ def profile(argv: list, kernel_regex: str, metrics=L2_DRAM, timeout: int = 600, 
     missing = [m for m in metrics if any(m not in k for k in kernels)]
     if missing:
         raise RuntimeError(f"ncu did not report {missing}; it printed: {out[-800:]}")
+    na = [m for m in metrics if any(k[m] is None for k in kernels)]
+    if na:
+        raise RuntimeError(f"ncu reported n/a for {na} on {sorted({k['kernel'][:40] for k in kernels if any(k[m] is None for m in na)})}: "
+                           "those metrics do not apply to these kernels on this GPU; profile other metrics")
     return kernels
