@@ -31,6 +31,8 @@ WRONG = {
     "no return": (lambda M, N, K, BM, BN, s: None, "forget to return|returned None|None"),
     "raises": (lambda M, N, K, BM, BN, s: M // (BM - BM), "ZeroDivisionError"),
     "fixed 2 bytes": (lambda M, N, K, BM, BN, s: (M // BM) * (N // BN) * K * (BM + BN) * 2, "bytes ONE tile streams"),
+    "MiB as a float": (lambda M, N, K, BM, BN, s: tb.tile_bytes_ref(M, N, K, BM, BN, s) / 2 ** 20, "bytes, not MiB"),
+    "swapped, rounded up": (lambda M, N, K, BM, BN, s: math.ceil(M / BN) * math.ceil(N / BM) * K * (BM + BN) * s, "swapped"),
     "C counted too": (lambda M, N, K, BM, BN, s: ((M // BM) * (N // BN) * K * (BM + BN) + M * N) * s, "C is what the tiles write"),
 }
 

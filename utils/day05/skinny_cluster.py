@@ -35,7 +35,7 @@ CHANGES = {name: (prev, what) for prev, name, what in zip(
     [CUBLAS_NK, *STEPS], STEPS,
     ["the baseline: notebook 05's warp-specialized kernel (rung 5) with cuBLAS's 128 x 128 tile",
      "CTAs on neighbouring rows of C run as a cluster (co-scheduled), loads unchanged",
-     "one TMA load per cluster brings each B tile to both CTAs"])}
+     "each CTA fetches half of each B tile for both (multicast): one fetch per byte per cluster"])}
 CLOCK_NAMES = (sm.CUBLAS, CUBLAS_NK, sm.NARROW, MULTICAST)   # each kernel beside cuBLAS on its own layout
 COUNTER_NAMES = (CUBLAS_NK, *STEPS)        # the kernels on the (N, K) weight, in the profiled process's order
 NAMES = (sm.CUBLAS, CUBLAS_NK, sm.NARROW, *STEPS)

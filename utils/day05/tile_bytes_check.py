@@ -9,6 +9,8 @@ equal that slip's on every case of :data:`CASES`.
 """
 from __future__ import annotations
 
+import math
+
 from ..core.answers import answers, named_mistake
 from ..core.checks import NOT_ATTEMPTED, fail, int_answer, not_attempted, passed
 
@@ -43,6 +45,8 @@ SLIPS = [  # (a slip's answer for a case, why it is wrong)
      "B is not read once: every tile of a column of tiles streams those BN columns of B again (M / BM times)"),
     (lambda M, N, K, BM, BN, s: (M // BN) * (N // BM) * K * (BM + BN) * s,
      "the tile counts are swapped: M / BM tiles along M, N / BN along N"),
+    (lambda M, N, K, BM, BN, s: math.ceil(M / BN) * math.ceil(N / BM) * K * (BM + BN) * s,
+     "the tile counts are swapped: M / BM tiles along M, N / BN along N"),
     (lambda M, N, K, BM, BN, s: _tiles(M, N, BM, BN) * BM * K * s,
      "that is A's slices alone: each tile also streams K x BN of B"),
     (lambda M, N, K, BM, BN, s: _tiles(M, N, BM, BN) * K * BN * s,
@@ -63,11 +67,19 @@ def _show(case) -> str:
     return f"(M={M}, N={N}, K={K}, BM={BM}, BN={BN}, itemsize={s})"
 
 
+def _as_int(name, got, case) -> int:
+    """The answer as an int; a float that is the right count in MiB or MB is told its unit first."""
+    want = tile_bytes_ref(*case)
+    if isinstance(got, float) and any(math.isclose(got, want / unit) for unit in (2 ** 20, 1e6, 2 ** 30, 1e9)):
+        fail(name, f"tile_bytes{_show(case)}: got {got!r}", "the answer is in bytes, not MiB (or MB, GiB): "
+             "return the byte count as an int")
+    return int_answer(name, got, f"tile_bytes{_show(case)}", "a number of bytes is an int")
+
+
 def check_tile_bytes(fn) -> None:
     """``fn(M, N, K, BM, BN, itemsize)`` must return :func:`tile_bytes_ref` (an int) on every case."""
     name = "tile_bytes"
-    got_all = answers(name, fn, CASES, lambda got, case: int_answer(
-        name, got, f"tile_bytes{_show(case)}", "a number of bytes is an int"), show=_show, kind="an int")
+    got_all = answers(name, fn, CASES, lambda got, case: _as_int(name, got, case), show=_show, kind="an int")
     if got_all is NOT_ATTEMPTED:
         return not_attempted(name)
     for got, case in zip(got_all, CASES):
