@@ -188,3 +188,17 @@ def test_measure_clocks_rows_are_recordable(monkeypatch):
         ref = next(q for q in rows if q["name"] == LM.CUBLAS and q["shape"] == r["shape"])
         assert r["ratio"] == pytest.approx(r["value"] / ref["value"])
         assert r["tflops_per_ghz"] == pytest.approx(r["tflops"] / (r["value"] / 1e3))
+
+
+def test_sample_passes_settles_then_samples_each_kernel_twice_the_second_time_reversed(monkeypatch):
+    """The one sampling loop of 05's and 06's clock cells: settle, sample; two passes, reversed."""
+    log = []
+    monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: log.append(("settle", fn(), seconds)))
+    monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: log.append(("sample", fn(), seconds)) or fn())
+    ticks = []
+    got = LM.sample_passes({"a": lambda: "A", "b": lambda: "B"}, 2.0, after=lambda: ticks.append(1))
+    assert got == {"a": ["A", "A"], "b": ["B", "B"]}
+    assert [(k, v) for k, v, _ in log] == [("settle", "A"), ("sample", "A"), ("settle", "B"), ("sample", "B"),
+                                           ("settle", "B"), ("sample", "B"), ("settle", "A"), ("sample", "A")]
+    assert {s for k, _, s in log if k == "settle"} == {0.5} and {s for k, _, s in log if k == "sample"} == {2.0}
+    assert len(ticks) == 4

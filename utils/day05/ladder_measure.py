@@ -275,6 +275,20 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
+def sample_passes(fns: dict, seconds: float, after=None) -> dict:
+    """``{key: [pass 1, pass 2]}``: each of ``fns`` run alone for 0.5 s to settle the clock, then
+    sampled by :func:`_sample_gpu` for ``seconds``, in two passes, the second in reverse order (so
+    no kernel always follows the same neighbour); ``after()`` runs after each sample (a progress bar)."""
+    got = {key: [] for key in fns}
+    for order in (list(fns), list(fns)[::-1]):
+        for key in order:
+            _run_for(fns[key], 0.5)                          # settle the clock on this kernel (no sampling)
+            got[key].append(_sample_gpu(fns[key], seconds))
+            if after is not None:
+                after()
+    return got
+
+
 def clock_fields(passes: list, flops: float) -> dict:
     """:func:`_sample_gpu` passes of one kernel doing ``flops`` a call, averaged: ``value`` (the
     clock, MHz), ``watts``, TFLOP/s over the windows, TFLOP/s per GHz and each pass's clock."""
@@ -310,12 +324,7 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
         for name in names[1:]:                                  # compiled and checked before sampling
             c.fill_(float("nan"))
             check_close(name, fns[name](), want, n)
-        got = {name: [] for name in names}
-        for order in (names, names[::-1]):
-            for name in order:
-                _run_for(fns[name], 0.5)                         # settle the clock on this kernel (no sampling)
-                got[name].append(_sample_gpu(fns[name], seconds))
-                bar.update()
+        got = sample_passes({name: fns[name] for name in names}, seconds, after=bar.update)
         rows += [clock_row(name, got[name], n, dtype, seconds, part="clocks", launch=bench.LAUNCH_GRAPH)
                  for name in names]
     bar.close()
@@ -348,11 +357,7 @@ def measure_launch(n: int = 4096, dtype: str = "float16", seconds: float = 2.5, 
     for (name, how), f in fns.items():                    # every output checked, both launch paths
         c.fill_(float("nan"))
         check_close(f"{name} ({how})", f(), want, n)
-    got = {key: [] for key in fns}
-    for order in (list(fns), list(fns)[::-1]):
-        for key in order:
-            _run_for(fns[key], 0.5)
-            got[key].append(_sample_gpu(fns[key], seconds))
+    got = sample_passes(fns, seconds)
     rows = [clock_row(name, passes, n, dtype, seconds, part="launch", launch=how, host_us_per_call=host[name])
             for (name, how), passes in got.items()]
     for r in rows:                       # ratio: clock over cuBLAS's clock, launched the same way

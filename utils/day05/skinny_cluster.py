@@ -144,11 +144,7 @@ def measure_clocks(shape=SHAPE, dtype="float16", seconds: float = 2.0, seed=0) -
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     a, w, b = _inputs((M, N, K), dtype, seed)
     cons = {n: f for n, f in _graphed_checked(a, w, b, sms).items() if n in CLOCK_NAMES}
-    got = {n: [] for n in cons}
-    for order in (list(cons), list(cons)[::-1]):
-        for n in order:
-            lm._run_for(cons[n], 0.5)                     # settle the clock on this contender
-            got[n].append(lm._sample_gpu(cons[n], seconds))
+    got = lm.sample_passes(cons, seconds)
     limit = sm.power_limit_w()
     rows = [dict(name=clock_row(n), contender=n, part="clocks", **lm.clock_fields(p, 2 * M * N * K), power_limit=limit, shape=[M, N, K],
                  dtype=dtype, seconds=seconds, launch=bench.LAUNCH_GRAPH) for n, p in got.items()]

@@ -565,11 +565,7 @@ def measure_grouped_clocks(mixes=CLOCK_MIXES, seconds: float = 2.5, seed=0) -> l
         for name, fn in cons.items():
             fn().fill_(float("nan"))
             check_grouped(name, fn(), a, b, sizes)
-        got = {name: [] for name in cons}
-        for order in (list(cons), list(cons)[::-1]):
-            for name in order:
-                lm._run_for(cons[name], 0.5)                  # settle the clock on this contender (no sampling)
-                got[name].append(lm._sample_gpu(cons[name], seconds))
+        got = lm.sample_passes(cons, seconds)
         for name, passes in got.items():          # TFLOP/s of the groups' rows only
             rows.append(dict(name=f"{name} ({mix})", contender=name, mix=mix, **lm.clock_fields(passes, 2 * sum(sizes) * K * N),
                              power_limit=limit, sizes=sizes, shape=[sum(sizes), N, K], dtype="bfloat16",
