@@ -281,15 +281,20 @@ def check_grid(M: int, N: int, persistent: bool, cluster=(1, 1), tile=TILE_MNK) 
     return clusters
 
 
-def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1), realloc: bool = True, order: str = "grouped"):
-    """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``). Returns c."""
+def run_ws(a, b, c, persistent: bool = True, cluster=(1, 1), realloc: bool = True, order: str = "grouped",
+           tile=TILE_MNK, multicast: bool = True):
+    """c = a @ b.T with ``WsGemm`` (same inputs as ``cute_gemm.run_gemm``; ``tile`` and ``multicast`` as
+    ``WsGemm`` takes them). Returns c."""
     from .gemm import operands, run_cached
     check_operands(a, b, c)                       # every CPU-side rule before the GPU is asked anything
-    check_grid(a.shape[0], b.shape[0], persistent, cluster)
-    rules.flag("realloc", realloc)
+    tile = check_tile(tile)
+    check_grid(a.shape[0], b.shape[0], persistent, cluster, tile)
+    rules.flag("realloc", realloc), rules.flag("multicast", multicast)
     if order not in ORDERS:
         raise ValueError(f"order must be one of {ORDERS}, got {order!r}")
     sms = sm_count()
-    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms, realloc, order)
-    run_cached(key, lambda: WsGemm(persistent, cluster, sms, realloc, order), operands(a, b, c))
+    key = ("ws", str(a.dtype), tuple(a.shape), tuple(b.shape), bool(persistent), tuple(cluster), sms, realloc, order,
+           tile, multicast)
+    run_cached(key, lambda: WsGemm(persistent, cluster, sms, realloc, order, tile=tile, multicast=multicast),
+               operands(a, b, c))
     return c

@@ -14,8 +14,8 @@ runs that kernel with cuBLAS's tile, one change a step (:data:`STEPS`):
 The CuteDSL kernel takes the weight as (N, K), as ``torch.nn.Linear`` stores it, so cuBLAS runs
 twice: on B = (K, N) (:data:`~utils.day05.skinny_measure.CUBLAS`, 06's reference) and on the same
 (N, K) weight (:data:`CUBLAS_NK`); each kernel is compared with cuBLAS on its own layout.
-:func:`measure_clocks` reads the SM clock and board power of cuBLAS, the narrow tiles and the
-multicast kernel running alone (is the gap the clock, or the work per clock?).
+:func:`measure_clocks` reads the SM clock and board power of cuBLAS (both layouts), the narrow tiles
+and the multicast kernel running alone (is the gap the clock, or the work per clock?).
 """
 from __future__ import annotations
 
@@ -61,17 +61,12 @@ def _check_shape(shape) -> tuple:
 
 
 def run_step(a, w, c, name: str):
-    """c = a @ w.T (a: M x K, w: N x K, c: M x N, torch CUDA) with step ``name`` of :data:`STEPS`."""
-    from ..cute_dsl.gemm import operands, run_cached
-    from ..cute_dsl.gemm_ws import WsGemm, check_grid, sm_count
+    """c = a @ w.T (a: M x K, w: N x K, c: M x N, torch CUDA) with step ``name`` of :data:`STEPS`
+    (:func:`utils.cute_dsl.gemm_ws.run_ws` with cuBLAS's tile)."""
+    from ..cute_dsl.gemm_ws import run_ws
     if name not in STEPS:
         raise ValueError(f"unknown step {name!r}; the steps are {list(STEPS)}")
-    kw = STEPS[name]
-    check_grid(a.shape[0], w.shape[0], True, kw["cluster"], TILE)
-    sms = sm_count()
-    key = ("skinny_cluster", name, str(a.dtype), tuple(a.shape), tuple(w.shape), sms)
-    run_cached(key, lambda: WsGemm(persistent=True, sms=sms, tile=TILE, **kw), operands(a, w, c))
-    return c
+    return run_ws(a, w, c, persistent=True, tile=TILE, **STEPS[name])
 
 
 def contenders(a, w, b, sms: int) -> dict:
