@@ -107,3 +107,55 @@ def test_notebook_07_section_10_runs_on_a_live_short_sweep(capsys):
     for src in cells[i:i + 2]:               # versus_backends and the targets; then the ladder and head dim 64
         exec(src, ns)
     assert "head dim 64 is not in this run's short sweep" in capsys.readouterr().out
+
+
+def _fake_clock_gpu(monkeypatch, mhz):
+    """The GPU stood in for: tiny tensors, contenders that copy a fixed output, a fixed power limit,
+    no graphs, and nvidia-smi samples from the iterator ``mhz``."""
+    import torch
+    from utils.day05 import ladder_measure as LM
+    from utils.day05 import skinny_measure as sm
+    checked = []
+    monkeypatch.setattr(am, "shape_of", lambda S, D: (1, 2, 8, 4))
+    monkeypatch.setattr(am.bench, "randn", lambda shape, dtype, device, seed=0: torch.randn(shape, generator=torch.Generator().manual_seed(seed)))
+    monkeypatch.setattr(torch, "empty_like", lambda t: t.clone())
+    monkeypatch.setattr(torch.nn.functional, "scaled_dot_product_attention", lambda q, k, v, is_causal: q)
+    monkeypatch.setattr(am, "contenders", lambda q, k, v, o, causal: {
+        n: (lambda: o.copy_(q)) for n in (*am.STEP_NAMES.values(), *am.BACKENDS.values())})
+    monkeypatch.setattr(am, "check_output", lambda name, out, ref, v, dtype: checked.append(name))
+    monkeypatch.setattr(sm, "power_limit_w", lambda: 700.0)
+    monkeypatch.setattr(am.bench, "graphed", lambda fns: dict(fns))
+    monkeypatch.setattr(LM, "_run_for", lambda fn, seconds: (10, seconds))
+    monkeypatch.setattr(LM, "_sample_gpu", lambda fn, seconds: {"mhz": float(next(mhz)), "watts": 695.0,
+                                                                 "calls_per_s": 1000.0, "samples": 20})
+    return checked
+
+
+def test_measure_clocks_rows_are_recordable(monkeypatch):
+    """Four contenders per mask, each checked before sampling, two passes averaged (the second in
+    reverse order); rows the results format accepts, with work per clock and the clock over cuDNN's."""
+    from utils.core import results
+    from utils.day05 import attention
+    checked = _fake_clock_gpu(monkeypatch, iter(range(1000, 2000, 10)))
+    rows = am.measure_clocks(seconds=1)
+    results.validate_rows(rows)
+    assert [(r["name"], r["causal"]) for r in rows] == [(n, c) for c in (False, True) for n in am.CLOCK_NAMES]
+    assert checked == [r["name"] for r in rows]
+    for r in rows:
+        assert len(r["passes"]) == 2 and r["value"] == pytest.approx(sum(r["passes"]) / 2)
+        assert r["tflops"] == pytest.approx(attention.flops(1, 2, 8, 4, r["causal"]) * 1000.0 / 1e12)
+        assert r["tflops_per_ghz"] == pytest.approx(r["tflops"] / (r["value"] / 1e3))
+        cudnn = next(q for q in rows if q["name"] == am.BACKENDS["CUDNN_ATTENTION"] and q["causal"] == r["causal"])
+        assert r["power_limit"] == 700.0 and r["ratio"] == pytest.approx(r["value"] / cudnn["value"])
+    assert rows[0]["passes"] == [1000.0, 1070.0]         # 4 kernels a pass: the second pass runs in reverse
+
+
+@pytest.mark.parametrize("kw, match", [(dict(seconds=0.5), "seconds must be >= 1"),
+                                       (dict(seconds=True), "seconds must be >= 1"),
+                                       (dict(dtype="float32"), "dtype must be"),
+                                       (dict(names=(am.LAST,)), "must include"),
+                                       (dict(names=(am.LAST, am.BACKENDS["CUDNN_ATTENTION"], "cuBLAS")), "unknown")])
+def test_measure_clocks_refuses_bad_arguments(monkeypatch, kw, match):
+    _fake_clock_gpu(monkeypatch, iter(range(1000, 2000, 10)))
+    with pytest.raises(ValueError, match=match):
+        am.measure_clocks(**kw)

@@ -65,7 +65,8 @@ NEEDS = {
             "measure_persistent_all", NCU),
     **_each("utils.day05.intake_measure.", "compare_modes measure run_once", MULTICAST),
     **_each("utils.day05.intake_measure.", "measure_counters measure_all", NCU),
-    **_each("utils.day05.attention_measure.", "measure_ladder measure_backends launch_once", ("wgmma", "setmaxnreg")),
+    **_each("utils.day05.attention_measure.", "measure_ladder measure_backends launch_once measure_clocks",
+            ("wgmma", "setmaxnreg")),
     "utils.day05.attention_measure.measure_counters": NCU,
     **_each("utils.day05.skinny_measure.", "measure_skinny measure_grouped measure_gap measure_grouped_padded "
             "measure_grouped_clocks run_grouped_orders measure_padded_pair", TMA),

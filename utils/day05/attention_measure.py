@@ -6,7 +6,9 @@
   the installed torch offers and against the plain Triton kernel, over sequence lengths, head
   dims, dtypes, causal or not;
 * :func:`measure_counters`: each step once under Nsight Compute (tensor-pipe and MUFU busy
-  fractions, bytes read from L2), where the time goes.
+  fractions, bytes read from L2), where the time goes;
+* :func:`measure_clocks`: the clock and power of step 5 and cuDNN, each alone at S = 4096: whether
+  the tie is the clock or the work done per clock.
 
 By default (a learner's run) each measurement is the short one, about 30 s a cell on an H100: one
 sequence length for the ladder, two configurations for the sweep, the counters without the mask.
@@ -238,6 +240,58 @@ def measure_counters(S: int = 4096, D: int = 128, full=None) -> list:
         got = ncu.profile([sys.executable, "-c", code], ".", metrics=metrics)
         longest = max(got, key=lambda k: float(k["gpu__time_duration.sum"]))
         rows.append(_counter_row(BACKENDS["CUDNN_ATTENTION"], longest, causal, S, D, ref, first))
+    return rows
+
+
+CLOCK_STEM = "07_flash_attention_clocks"
+CLOCK_NAMES = (STEP_NAMES["overlap"], LAST, BACKENDS["CUDNN_ATTENTION"], BACKENDS["FLASH_ATTENTION"])
+
+
+def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds: float = 2.0, seed=0,
+                   names=CLOCK_NAMES) -> list:
+    """Rows (``part="clocks"``, metric MHz), causal and not: the SM clock and board power each of
+    ``names`` (default steps 4 and 5, torch's cuDNN and flash backends) runs at alone, back to back,
+    for ``seconds`` while ``nvidia-smi`` samples every 50 ms (notebook 05's method:
+    :func:`utils.day05.ladder_measure.sample_passes`, two passes, the second in reverse order,
+    averaged). Each contender is a CUDA-graph replay, so no launcher's host time holds the GPU back,
+    and its output is poisoned and checked first. No L2 flush between calls, unlike the harness.
+    Fields: ``watts``, ``power_limit``, ``tflops`` over the window and ``tflops_per_ghz`` (the
+    work done per clock cycle); ``ratio``: the clock over cuDNN's, same mask."""
+    import torch
+    from . import ladder_measure as lm
+    from .skinny_measure import power_limit_w
+    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
+        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    if dtype not in ("float16", "bfloat16"):
+        raise ValueError(f"dtype must be 'float16' or 'bfloat16' (the kernel's dtypes), got {dtype!r}")
+    reference = BACKENDS["CUDNN_ATTENTION"]
+    unknown = [n for n in names if n not in (*STEP_NAMES.values(), *BACKENDS.values())]
+    if unknown or reference not in names:
+        raise ValueError(f"names must include {reference!r} (the reference) and name only steps or SDPA "
+                         f"backends; unknown: {unknown}")
+    shape, tdt = shape_of(S, D), getattr(torch, dtype)
+    limit, rows = power_limit_w(), []
+    for causal in (False, True):
+        q, k, v = (bench.randn(shape, tdt, "cuda", seed=seed + i) for i in range(3))
+        o = torch.empty_like(q)
+        ref = torch.nn.functional.scaled_dot_product_attention(q.float(), k.float(), v.float(), is_causal=causal)
+        cons = contenders(q, k, v, o, causal)
+        missing = [n for n in names if n not in cons]
+        if missing:
+            raise RuntimeError(f"not offered here (torch {torch.__version__}): {missing}")
+        cons = bench.graphed({n: cons[n] for n in names})
+        for name, fn in cons.items():
+            fn().fill_(float("nan"))
+            check_output(name, fn(), ref, v, tdt)
+        del ref
+        got = lm.sample_passes(cons, seconds)
+        flops = attention.flops(*shape, causal)
+        rows += [dict(name=name, part="clocks", causal=causal, **lm.clock_fields(p, flops), power_limit=limit,
+                      shape=list(shape), dtype=dtype, seconds=seconds, launch=bench.LAUNCH_GRAPH)
+                 for name, p in got.items()]
+    for r in rows:
+        cudnn = next(q for q in rows if q["name"] == reference and q["causal"] == r["causal"])
+        r.update(reference=reference, reference_value=cudnn["value"], ratio=r["value"] / cudnn["value"])
     return rows
 
 
