@@ -150,6 +150,12 @@ def test_measure_clocks_rows_are_recordable(monkeypatch):
     assert rows[0]["passes"] == [1000.0, 1070.0]         # 4 kernels a pass: the second pass runs in reverse
 
 
+@pytest.mark.parametrize("full, seconds", [(True, 2.0), (False, 1.0)])
+def test_measure_clocks_samples_longer_in_the_full_run(monkeypatch, full, seconds):
+    _fake_clock_gpu(monkeypatch, iter(range(1000, 2000, 10)))
+    assert {r["seconds"] for r in am.measure_clocks(full=full)} == {seconds}
+
+
 @pytest.mark.parametrize("kw, match", [(dict(seconds=0.5), "seconds must be >= 1"),
                                        (dict(seconds=True), "seconds must be >= 1"),
                                        (dict(dtype="float32"), "dtype must be"),

@@ -247,11 +247,11 @@ CLOCK_STEM = "07_flash_attention_clocks"
 CLOCK_NAMES = (STEP_NAMES["overlap"], LAST, BACKENDS["CUDNN_ATTENTION"], BACKENDS["FLASH_ATTENTION"])
 
 
-def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds: float = 2.0, seed=0,
-                   names=CLOCK_NAMES) -> list:
+def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds: float | None = None, seed=0,
+                   names=CLOCK_NAMES, full=None) -> list:
     """Rows (``part="clocks"``, metric MHz), causal and not: the SM clock and board power each of
     ``names`` (default steps 4 and 5, torch's cuDNN and flash backends) runs at alone, back to back,
-    for ``seconds`` while ``nvidia-smi`` samples every 50 ms (notebook 05's method:
+    for ``seconds`` (default 2 in the full run, :func:`full_run`, else 1) while ``nvidia-smi`` samples every 50 ms (notebook 05's method:
     :func:`utils.day05.ladder_measure.sample_passes`, two passes, the second in reverse order,
     averaged). Each contender is a CUDA-graph replay, so no launcher's host time holds the GPU back,
     and its output is poisoned and checked first. No L2 flush between calls, unlike the harness.
@@ -260,6 +260,8 @@ def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds:
     import torch
     from . import ladder_measure as lm
     from .skinny_measure import power_limit_w
+    if seconds is None:
+        seconds = 2.0 if (full_run() if full is None else full) else 1.0
     if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
         raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
     if dtype not in ("float16", "bfloat16"):
