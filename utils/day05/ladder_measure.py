@@ -240,57 +240,39 @@ def plot_orders(n: int = 8192, sms: int = 132, cluster=(2, 1), tile=(128, 256)):
     return fig
 
 
-def _run_for(fn, seconds: float, probe=None, probe_ms: float = 50.0) -> tuple:
-    """Call ``fn`` back to back (10 at a time, then synchronize) for ``seconds``: ``(calls, elapsed s)``.
-    With a :class:`utils.core.clock_probe.Probe`, a clock reading of ``probe_ms`` is queued beside the
-    calls whenever the last one has finished; the loop then waits on its own stream only (not on the
-    probe's), and after the window keeps calling ``fn`` (uncounted) until the last reading ends, so
-    every reading saw the GPU loaded."""
+def _run_for(fn, seconds: float) -> tuple:
+    """Call ``fn`` back to back (10 at a time, then synchronize) for ``seconds``: ``(calls, elapsed s)``."""
     import time
     import torch
     torch.cuda.synchronize()
-    wait = torch.cuda.current_stream().synchronize if probe is not None else torch.cuda.synchronize
     t0, calls = time.perf_counter(), 0
     while time.perf_counter() - t0 < seconds:
         for _ in range(10):
             fn()
         calls += 10
-        if probe is not None:
-            probe.launch(probe_ms)
-        wait()
-    elapsed = time.perf_counter() - t0
-    while probe is not None and probe.busy():
-        fn()
-        wait()
-    torch.cuda.synchronize()
-    return calls, elapsed
+        torch.cuda.synchronize()
+    return calls, time.perf_counter() - t0
 
 
 def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
     """Run ``fn`` back to back for ``seconds`` while ``nvidia-smi`` samples the SM clock and the
-    board power every ``interval_ms`` and a :class:`utils.core.clock_probe.Probe` reads the clock
-    an SM actually ran at (50-ms readings): the medians of the middle half of each, and the calls
-    completed per second over the whole window. ``mhz`` is nvidia-smi's clock, ``sm_mhz`` the probe's."""
+    board power every ``interval_ms``; the medians of the middle half of the samples, and the
+    calls completed per second over the whole window."""
     import statistics
     import subprocess
     import torch
-    from ..core.clock_probe import Probe
-    probe = Probe()
     cmd = ["nvidia-smi", "--query-gpu=clocks.sm,power.draw", "--format=csv,noheader,nounits",
            f"-lms={interval_ms}", f"--id={torch.cuda.current_device()}"]
     smi = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
-    calls, elapsed = _run_for(fn, seconds, probe=probe)
+    calls, elapsed = _run_for(fn, seconds)
     smi.terminate()
     out = smi.communicate(timeout=10)[0]
     samples = [tuple(float(x) for x in line.split(",")) for line in out.splitlines() if line.count(",") == 1]
     mid = samples[len(samples) // 4: len(samples) * 3 // 4]
     if len(mid) < 5:
         raise RuntimeError(f"nvidia-smi gave {len(samples)} samples in {seconds} s: too few to read a clock")
-    readings = probe.mhz()
-    sm_mid = readings[len(readings) // 4: len(readings) * 3 // 4] or readings
     return {"mhz": statistics.median(s[0] for s in mid), "watts": statistics.median(s[1] for s in mid),
-            "calls_per_s": calls / elapsed, "samples": len(mid),
-            "sm_mhz": statistics.median(sm_mid), "sm_readings": len(sm_mid)}
+            "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
 def sample_passes(fns: dict, seconds: float, after=None) -> dict:
@@ -308,18 +290,12 @@ def sample_passes(fns: dict, seconds: float, after=None) -> dict:
 
 
 def clock_fields(passes: list, flops: float) -> dict:
-    """:func:`_sample_gpu` passes of one kernel doing ``flops`` a call, averaged: ``value`` (nvidia-smi's
-    clock, MHz), ``watts``, TFLOP/s over the windows, TFLOP/s per GHz and each pass's clock; where the
-    passes carry the probe's clock (``sm_mhz``, recordings since 2026-11-28), also ``sm_mhz``,
-    ``sm_passes`` and ``tflops_per_sm_ghz``: the work per cycle an SM actually ran."""
+    """:func:`_sample_gpu` passes of one kernel doing ``flops`` a call, averaged: ``value`` (the
+    clock, MHz), ``watts``, TFLOP/s over the windows, TFLOP/s per GHz and each pass's clock."""
     s = {k: sum(p[k] for p in passes) / len(passes) for k in ("mhz", "watts", "calls_per_s")}
     tflops = flops * s["calls_per_s"] / 1e12
-    out = dict(metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
-               tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in passes])
-    if all("sm_mhz" in p for p in passes):
-        sm = sum(p["sm_mhz"] for p in passes) / len(passes)
-        out.update(sm_mhz=sm, sm_passes=[p["sm_mhz"] for p in passes], tflops_per_sm_ghz=tflops / (sm / 1e3))
-    return out
+    return dict(metric="MHz", value=s["mhz"], watts=s["watts"], tflops=tflops,
+                tflops_per_ghz=tflops / (s["mhz"] / 1e3), passes=[p["mhz"] for p in passes])
 
 
 def clock_row(name: str, passes: list, n: int, dtype: str, seconds: float, **keys) -> dict:
