@@ -160,7 +160,7 @@ ON_DEMAND = {
     "06_skinny_grouped_padded": "the lab report 06b §2, the large mix as routed and padded to whole tiles",
     "06_skinny_grouped_loop": "the lab report 06b §2, the kernels (and tiles) cuBLAS runs for each expert of the loop",
     "06_skinny_grouped_clocks": "the lab report 06b §2, each grouped contender's clock, power and work per clock",
-    "07_flash_attention_clocks": "07 §10, step 5 and cuDNN alone at the power limit: clock and work per clock",
+    "07_flash_attention_clocks": "07 §10, steps 4 and 5 and cuDNN each alone: nvidia-smi's clock, the board power, TFLOP/s",
     "08_below_ptx": "08, counters and the debugging lab's subprocesses",
     "08_below_ptx_emu_fidelity": "08 §2.7, the emulator and the GPU on the same small launches",
     "07_harness_study": "the lab report 05b §3, cuDNN timed in turns, in blocks and by do_bench",

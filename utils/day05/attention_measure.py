@@ -7,8 +7,8 @@
   dims, dtypes, causal or not;
 * :func:`measure_counters`: each step once under Nsight Compute (tensor-pipe and MUFU busy
   fractions, bytes read from L2), where the time goes;
-* :func:`measure_clocks`: the clock and power of step 5 and cuDNN, each alone at S = 4096: whether
-  the tie is the clock or the work done per clock.
+* :func:`measure_clocks`: the clock (as ``nvidia-smi`` reports it) and the board power of steps 4
+  and 5 and cuDNN, each alone at S = 4096, with the throughput of that window.
 
 By default (a learner's run) each measurement is the short one, about 30 s a cell on an H100: one
 sequence length for the ladder, two configurations for the sweep, the counters without the mask.
@@ -244,13 +244,13 @@ def measure_counters(S: int = 4096, D: int = 128, full=None) -> list:
 
 
 CLOCK_STEM = "07_flash_attention_clocks"
-CLOCK_NAMES = (STEP_NAMES["overlap"], LAST, BACKENDS["CUDNN_ATTENTION"], BACKENDS["FLASH_ATTENTION"])
+CLOCK_NAMES = (STEP_NAMES["overlap"], LAST, BACKENDS["CUDNN_ATTENTION"])
 
 
 def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds: float | None = None, seed=0,
                    names=CLOCK_NAMES, full=None) -> list:
     """Rows (``part="clocks"``, metric MHz), causal and not: the SM clock and board power each of
-    ``names`` (default steps 4 and 5, torch's cuDNN and flash backends) runs at alone, back to back,
+    ``names`` (default steps 4 and 5 and torch's cuDNN backend; any step or SDPA backend) runs at alone, back to back,
     for ``seconds`` (default 2 in the full run, :func:`full_run`, else 1) while ``nvidia-smi`` samples every 50 ms (notebook 05's method:
     :func:`utils.day05.ladder_measure.sample_passes`, two passes, the second in reverse order,
     averaged). Each contender is a CUDA-graph replay, so no launcher's host time holds the GPU back,
