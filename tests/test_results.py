@@ -325,3 +325,47 @@ def test_claim_asserts_on_a_recording_and_reports_on_a_live_run(capsys):
     assert results.claim("measured now on NVIDIA H100 80GB HBM3", 1, "v1 gains") is True
     with pytest.raises(TypeError, match="label"):
         results.claim(None, True, "v1 gains")
+
+
+def test_a_recording_older_than_a_cells_method_is_replaced_by_the_newest_since(tmp_path, monkeypatch):
+    """``since``: the device chosen by $COURSE_RESULTS_DEVICE recorded before the notebook's method
+    changed, so its rows may not bear out the prose; the newest recording made since then is shown,
+    and the label names the one it replaces. Newer recordings, and since=None, are left alone."""
+    monkeypatch.setenv("COURSE_RESULTS_DIR", str(tmp_path))
+    write_device(tmp_path, H200, [dict(ROW, value=1.0)], "2026-11-23T00:00:00")
+    write_device(tmp_path, H100, [dict(ROW, value=2.0)], "2026-11-27T10:00:00")
+    monkeypatch.setenv(results.DEVICE_ENV, "h200")
+    cpu = Tier("cpu", None, None, "")
+    rows, label = results.record_or_load("demo", None, cpu)
+    assert rows[0]["value"] == 1.0 and "predates" not in label
+    rows, label = results.record_or_load("demo", None, cpu, since="2026-11-27")
+    assert rows[0]["value"] == 2.0 and label.startswith(f"recorded on {H100}, 2026-11-27")
+    assert f"the recording on {H200}, 2026-11-23, predates this cell's method (2026-11-27)" in label
+    rows, label = results.recorded("demo", "FULL = False: the recording", cpu, since="2026-11-27")
+    assert rows[0]["value"] == 2.0 and "FULL = False: the recording; the recording on" in label
+    assert results.record_or_load("demo", None, cpu, since="2026-11-20")[0][0]["value"] == 1.0
+    with pytest.raises(LookupError, match="no recording of 'demo' made since 2026-12-01"):
+        results.record_or_load("demo", None, cpu, since="2026-12-01")
+    for bad in ("27-11-2026", "2026-11", 20261127):
+        with pytest.raises(ValueError, match="since must be a date"):
+            results.record_or_load("demo", None, cpu, since=bad)
+
+
+def test_day5_notebooks_run_on_the_h200s_recordings():
+    """$COURSE_RESULTS_DEVICE is a learner's switch (the welcome notebook names it): the day-5
+    solution notebooks, whose prose is written from the newest recordings, must run on the cpu tier
+    whichever device is chosen (03, 05, 06b and 07 once failed under h200: its recordings predate
+    their method or lack their stems). The default device (the H100's recordings) is the main nbval
+    run's; this runs nbval under h200 in a subprocess, about a minute."""
+    import os
+    import subprocess
+    import sys
+    root = pathlib.Path(__file__).resolve().parents[1]
+    env = dict(os.environ, COURSE_RESULTS_DEVICE="h200", COURSE_TIER="cpu")
+    env.pop("COURSE_RECORD", None)
+    env.pop("COURSE_FULL", None)
+    nbs = sorted(str(p) for p in (root / "solutions/day05_tma").glob("*.ipynb"))
+    run = subprocess.run([sys.executable, "-m", "pytest", "-q", "-p", "no:randomly", "-p", "no:cacheprovider",
+                          "-o", "addopts=", "--nbval-lax", *nbs], cwd=root, env=env, capture_output=True, text=True,
+                         timeout=1200)
+    assert run.returncode == 0, run.stdout[-3000:]

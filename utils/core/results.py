@@ -200,6 +200,26 @@ def load(stem: str, device: str | None = None) -> dict:
     return dict(pick_, others=[d["device"] for d in all_docs if d is not pick_])
 
 
+def since_or_newest(stem: str, doc: dict, since: str | None) -> tuple[dict, str | None]:
+    """``(doc, None)`` when ``since`` is None or ``doc`` was recorded on or after ``since``
+    (``"YYYY-MM-DD"``: the date a notebook's method last changed, e.g. how its benchmark is timed);
+    otherwise ``(newest, note)``: the most recent recording of ``stem`` on any device made since then,
+    and a note for the label naming the recording it replaces. A notebook's claims describe the
+    method of its prose: an older recording may not bear them out. LookupError if none is that new."""
+    if since is None:
+        return doc, None
+    if not (isinstance(since, str) and re.fullmatch(r"\d{4}-\d{2}-\d{2}", since)):
+        raise ValueError(f"since must be a date 'YYYY-MM-DD', got {since!r}")
+    if doc["date"][:10] >= since:
+        return doc, None
+    newer = [d for d in documents(stem) if d["date"][:10] >= since]
+    if not newer:
+        raise LookupError(f"no recording of {stem!r} made since {since} (this cell's method): record it on a Hopper GPU")
+    best = max(newer, key=lambda d: d["date"])
+    best = dict(best, others=[d["device"] for d in documents(stem) if d["path"] != best["path"]])
+    return best, f"the recording on {doc['device']}, {doc['date'][:10]}, predates this cell's method ({since})"
+
+
 def rows_or_latest(stem: str, rows: list, label_: str, has, what: str, tag: str) -> tuple[list, str]:
     """``(rows, label_)`` if ``has(rows)``; otherwise the rows of the most recent recording of
     ``stem`` for which ``has`` holds (a recording made before ``what`` was added to the notebook
@@ -223,7 +243,7 @@ def label(doc: dict) -> str:
 
 
 def record_or_load(stem: str, measure, tier, names: tuple | None = None,
-                   needs: str = "gpu", any_device: bool = False) -> tuple[list, str]:
+                   needs: str = "gpu", any_device: bool = False, since: str | None = None) -> tuple[list, str]:
     """If the tier provides ``needs`` (a feature of :mod:`utils.core.features` such as "gpu", "tma"
     or "wgmma", a tuple of them, or "ncu": Hopper's ``sm_90a`` with Nsight Compute), run
     ``measure()`` for fresh rows (recorded when ``COURSE_RECORD=1``); otherwise load the recorded rows (those in ``names``,
@@ -231,7 +251,9 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
     measured now, or recorded on which device and when. With ``any_device=True``, a stem that the
     device chosen by ``$COURSE_RESULTS_DEVICE`` never recorded loads from the latest recording of
     any device, and the label says so; so does a recording on the chosen device that lacks some of
-    ``names`` (it predates them): the latest recording that has them all is shown instead.
+    ``names`` (it predates them): the latest recording that has them all is shown instead. With
+    ``since`` (a date), a recording made before it is replaced by the newest made since then, on any
+    device (:func:`since_or_newest`), and the label says so.
     """
     if needs == "ncu":        # the counters' kernels and metric names are Hopper's (sm_90a)
         from . import ncu
@@ -266,6 +288,9 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
             raise
         doc = load(stem, device=max(documents(stem), key=lambda d: d["date"])["device"])
         doc = dict(doc, chosen_missing=os.environ.get(DEVICE_ENV))
+    doc, older = since_or_newest(stem, doc, since)
+    if older:
+        doc = dict(doc, chosen_missing=None)
     rows = doc["rows"] if names is None else [r for r in doc["rows"] if r["name"] in names]
     missing = sorted(set(names or ()) - {r["name"] for r in rows})
     if missing and any_device:               # the chosen device's recording predates these rows
@@ -280,7 +305,7 @@ def record_or_load(stem: str, measure, tier, names: tuple | None = None,
                        "(COURSE_RECORD=1 on a Hopper GPU)")
     if doc.get("chosen_missing"):
         return rows, f"{label(doc)} (no recording on a device matching {doc['chosen_missing']!r})"
-    return rows, label(doc)
+    return rows, f"{label(doc)} ({older})" if older else label(doc)
 
 
 def full_run(environ=None) -> bool:
@@ -307,13 +332,14 @@ def recording(stem: str, tier=None, any_device: bool = False) -> dict:
         return load(stem, device=max(docs, key=lambda d: d["date"])["device"])
 
 
-def recorded(stem: str, why: str, tier=None, any_device: bool = False) -> tuple:
-    """``(rows, label)`` of :func:`recording` ``(stem, tier, any_device)``, the label saying ``why``
+def recorded(stem: str, why: str, tier=None, any_device: bool = False, since: str | None = None) -> tuple:
+    """``(rows, label)`` of :func:`recording` ``(stem, tier, any_device)`` (or, with ``since``, the
+    newest made since that date if it is older: :func:`since_or_newest`), the label saying ``why``
     it is shown instead of a live run. Launches nothing."""
     if not isinstance(why, str) or not why:
         raise ValueError("why must say why the recording is shown (e.g. 'FULL = False: ...')")
-    doc = recording(stem, tier, any_device)
-    return doc["rows"], f"{label(doc)} ({why})"
+    doc, older = since_or_newest(stem, recording(stem, tier, any_device), since)
+    return doc["rows"], f"{label(doc)} ({why}{'; ' + older if older else ''})"
 
 
 def pick(rows: list, name: str, **match) -> dict:

@@ -64,13 +64,30 @@ def _db_gain(before: dict, after: dict):
     return None
 
 
-def tma_steps(device: str | None = None) -> list:
+def tma_device(device: str | None = None, since: str | None = None) -> str:
+    """The device :func:`tma_steps` reads: ``device`` (else notebook 03's, :func:`_device`), or, where
+    its recording of notebook 03 or 04 predates ``since`` (a date, :func:`utils.core.results.since_or_newest`),
+    the device of the newest recording of notebook 03 made since then."""
+    device = _device(device)
+    if since is not None and any(results.load(s, device)["date"][:10] < since for s in TMA_STEMS):
+        device = results.since_or_newest(TMA_STEMS[0], results.load(TMA_STEMS[0], device), since)[0]["device"]
+    return device
+
+
+TMA_STEMS = ("03_triton_tma_gemm", "04_cutedsl_tma_gemm")
+# Since this date notebooks 03 and 04 time in blocks, as graph replays, with do_bench beside: 03 §5's
+# comparison of their TMA steps is about recordings made since then (tma_device).
+METHOD_SINCE = "2026-11-27"
+
+
+def tma_steps(device: str | None = None, since: str | None = None) -> list:
     """Per dtype and n (4096, 8192): Triton's v1 / v0 and CuteDSL's TMA / cp.async 4-stage kernels
     (each pair from one run), the absolute TFLOP/s of each contender, and each baseline's ratio to
     its own run's cuBLAS (``triton_base_ratio``, ``cute_base_ratio``); the same two gains by do_bench's
-    windows (``triton_gain_do_bench``, ``cute_gain_do_bench``: None for rows recorded without it)."""
-    device = _device(device)
-    tri, cute = (results.load(s, device)["rows"] for s in ("03_triton_tma_gemm", "04_cutedsl_tma_gemm"))
+    windows (``triton_gain_do_bench``, ``cute_gain_do_bench``: None for rows recorded without it).
+    Both recordings come from one device: :func:`tma_device` ``(device, since)``."""
+    device = tma_device(device, since)
+    tri, cute = (results.load(s, device)["rows"] for s in TMA_STEMS)
     out = []
     for dtype in ("float16", "bfloat16"):
         for n in (4096, 8192):
