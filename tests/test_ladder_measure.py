@@ -202,3 +202,12 @@ def test_sample_passes_settles_then_samples_each_kernel_twice_the_second_time_re
                                            ("settle", "B"), ("sample", "B"), ("settle", "A"), ("sample", "A")]
     assert {s for k, _, s in log if k == "settle"} == {0.5} and {s for k, _, s in log if k == "sample"} == {2.0}
     assert len(ticks) == 4
+
+
+@pytest.mark.parametrize("seconds", [0.5, 0, True, "2", None])
+def test_every_clock_window_follows_one_rule(seconds):
+    """measure_clocks and measure_launch refuse what the other days' clock cells refuse (a bool
+    once passed here as 1 s): one rule, ladder_measure.check_seconds, before anything is compiled."""
+    for measure in (LM.measure_clocks, LM.measure_launch):
+        with pytest.raises(ValueError, match="seconds must be >= 1"):
+            measure(seconds=seconds)

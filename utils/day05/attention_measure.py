@@ -262,8 +262,7 @@ def measure_clocks(S: int = 4096, D: int = 128, dtype: str = "float16", seconds:
     from .skinny_measure import power_limit_w
     if seconds is None:
         seconds = 2.0 if (full_run() if full is None else full) else 1.0
-    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
-        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    lm.check_seconds(seconds)
     if dtype not in ("float16", "bfloat16"):
         raise ValueError(f"dtype must be 'float16' or 'bfloat16' (the kernel's dtypes), got {dtype!r}")
     reference = BACKENDS["CUDNN_ATTENTION"]

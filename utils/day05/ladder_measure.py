@@ -280,6 +280,13 @@ def _sample_gpu(fn, seconds: float, interval_ms: int = 50) -> dict:
             "calls_per_s": calls / elapsed, "samples": len(mid)}
 
 
+def check_seconds(seconds) -> None:
+    """The one rule for a clock-sampling window (every ``measure_clocks`` of days 5 and the launch
+    cell): a number of seconds, at least 1, since nvidia-smi samples every 50 ms; bools refused."""
+    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
+        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+
+
 def sample_passes(fns: dict, seconds: float, after=None) -> dict:
     """``{key: [pass 1, pass 2]}``: each of ``fns`` run alone for 0.5 s to settle the clock, then
     sampled by :func:`_sample_gpu` for ``seconds``, in two passes, the second in reverse order (so
@@ -317,8 +324,7 @@ def measure_clocks(sizes=(4096, 8192), dtype: str = "float16", seconds: float = 
     and TFLOP/s per GHz (the work it does per clock cycle). ``ratio``: clock over cuBLAS's clock."""
     import torch
     from tqdm.auto import tqdm
-    if not (isinstance(seconds, (int, float)) and seconds >= 1):
-        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    check_seconds(seconds)
     names = [CUBLAS, *(rung_names() if names is None else names)]
     rows = []
     tdt = getattr(torch, dtype)
@@ -352,8 +358,7 @@ def measure_launch(n: int = 4096, dtype: str = "float16", seconds: float = 2.5, 
     leaves the GPU idle while its first call of each ten is issued; idle cycles still tick the clock."""
     from ..cute_dsl import ladder
     import torch
-    if not (isinstance(seconds, (int, float)) and seconds >= 1):
-        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    check_seconds(seconds)
     names = [ladder.ORDER_BASE] if names is None else list(names)
     c, want, direct = problem(n, getattr(torch, dtype), names)
     host = host_us(direct)                                # also the first call of each (compiles)

@@ -133,8 +133,7 @@ def measure_clocks(shape=SHAPE, dtype="float16", seconds: float = 2.0, seed=0) -
     ``tflops_per_ghz``; ``ratio``: the clock over cuBLAS's."""
     import torch
     from . import ladder_measure as lm
-    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
-        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    lm.check_seconds(seconds)
     M, N, K = _check_shape(shape)
     sms = torch.cuda.get_device_properties(0).multi_processor_count
     a, w, b = _inputs((M, N, K), dtype, seed)

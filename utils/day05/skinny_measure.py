@@ -551,8 +551,7 @@ def measure_grouped_clocks(mixes=CLOCK_MIXES, seconds: float = 2.5, seed=0) -> l
     ``watts``, ``power_limit``, ``tflops`` (the groups' rows only, over the window) and
     ``tflops_per_ghz`` (the work done per clock cycle); ``ratio``: the clock over the loop's."""
     from . import ladder_measure as lm
-    if isinstance(seconds, bool) or not (isinstance(seconds, (int, float)) and seconds >= 1):
-        raise ValueError(f"seconds must be >= 1 (nvidia-smi samples every 50 ms), got {seconds!r}")
+    lm.check_seconds(seconds)
     unknown = [m for m in mixes if m not in MIXES]
     if unknown:
         raise ValueError(f"unknown mixes {unknown}; the mixes are {list(MIXES)}")
