@@ -340,7 +340,7 @@ def test_a_recording_older_than_a_cells_method_is_replaced_by_the_newest_since(t
     assert rows[0]["value"] == 1.0 and "predates" not in label
     rows, label = results.record_or_load("demo", None, cpu, since="2026-11-27")
     assert rows[0]["value"] == 2.0 and label.startswith(f"recorded on {H100}, 2026-11-27")
-    assert f"the recording on {H200}, 2026-11-23, predates this cell's method (2026-11-27)" in label
+    assert f"the recording on {H200}, 2026-11-23, predates this cell's method of 2026-11-27" in label
     rows, label = results.recorded("demo", "FULL = False: the recording", cpu, since="2026-11-27")
     assert rows[0]["value"] == 2.0 and "FULL = False: the recording; the recording on" in label
     assert results.record_or_load("demo", None, cpu, since="2026-11-20")[0][0]["value"] == 1.0

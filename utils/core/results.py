@@ -217,7 +217,7 @@ def since_or_newest(stem: str, doc: dict, since: str | None) -> tuple[dict, str 
         raise LookupError(f"no recording of {stem!r} made since {since} (this cell's method): record it on a Hopper GPU")
     best = max(newer, key=lambda d: d["date"])
     best = dict(best, others=[d["device"] for d in documents(stem) if d["path"] != best["path"]])
-    return best, f"the recording on {doc['device']}, {doc['date'][:10]}, predates this cell's method ({since})"
+    return best, f"the recording on {doc['device']}, {doc['date'][:10]}, predates this cell's method of {since}"
 
 
 def rows_or_latest(stem: str, rows: list, label_: str, has, what: str, tag: str) -> tuple[list, str]:
