@@ -254,6 +254,10 @@ def graphed(fns: dict) -> dict:
 
 
 LAUNCH_GRAPH = "CUDA graph replay"
+# The day this harness began timing each contender in a block of its own calls (graph replays for the
+# GEMMs, do_bench beside): a notebook whose claims describe that method shows recordings made since
+# (``results.record_or_load(..., since=bench.BLOCKS_SINCE)``); older ones read cuDNN and others differently.
+BLOCKS_SINCE = "2026-11-27"
 
 
 def host_us_per_call(fn, calls: int = 200) -> float:

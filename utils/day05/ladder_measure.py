@@ -20,10 +20,7 @@ from __future__ import annotations
 from ..core import bench
 from ..core.results import recorded  # noqa: F401  (notebooks 05 and 05b call lm.recorded)
 
-# Since this date notebook 05's benchmarks time each contender in a block of its own calls, as graph
-# replays, with do_bench beside (and its counters come from the kernels of that day): its claims are
-# about recordings made since then, and an older one is replaced by the newest (results.since_or_newest).
-METHOD_SINCE = "2026-11-27"
+METHOD_SINCE = bench.BLOCKS_SINCE     # 05's claims describe recordings timed in blocks (results.since_or_newest)
 
 CUBLAS = "cuBLAS (torch.matmul)"
 SIZES = (4096, 6144, 8192)

@@ -8,7 +8,7 @@ date), and so does cuBLAS's absolute TFLOP/s. :func:`cublas_runs` lists it per r
 """
 from __future__ import annotations
 
-from ..core import results
+from ..core import bench, results
 
 CUBLAS = "cuBLAS (torch.matmul)"
 RUNS = (  # (notebook stem, how the notebook names it, its cuBLAS row at 8192³ fp16)
@@ -64,6 +64,10 @@ def _db_gain(before: dict, after: dict):
     return None
 
 
+TMA_STEMS = ("03_triton_tma_gemm", "04_cutedsl_tma_gemm")
+METHOD_SINCE = bench.BLOCKS_SINCE     # 03 §5 compares recordings timed in blocks (tma_device)
+
+
 def tma_device(device: str | None = None, since: str | None = None) -> str:
     """The device :func:`tma_steps` reads: ``device`` (else notebook 03's, :func:`_device`), or, where
     its recording of notebook 03 or 04 predates ``since`` (a date, :func:`utils.core.results.since_or_newest`),
@@ -74,10 +78,6 @@ def tma_device(device: str | None = None, since: str | None = None) -> str:
     return device
 
 
-TMA_STEMS = ("03_triton_tma_gemm", "04_cutedsl_tma_gemm")
-# Since this date notebooks 03 and 04 time in blocks, as graph replays, with do_bench beside: 03 §5's
-# comparison of their TMA steps is about recordings made since then (tma_device).
-METHOD_SINCE = "2026-11-27"
 
 
 def tma_steps(device: str | None = None, since: str | None = None) -> list:
